@@ -1,0 +1,30 @@
+# The two commands a user needs (see README):  make demo   and   make test
+# Everything else here is a convenience around the same virtual environment.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt | cksum | cut -d' ' -f1)
+
+.PHONY: setup demo test bench mlflow-ui clean
+
+$(STAMP): requirements.txt constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
+	@rm -f $(VENV)/.installed-* && touch $@
+
+setup: $(STAMP)  ## create .venv with the pinned dependencies
+
+demo: setup  ## run the demo experiment (3 controller variants x 60 s on local Spark), print the comparison
+	$(BIN)/python -m analysis.demo
+
+test: setup  ## run the test suite (unit + integration on real local Spark and MLflow)
+	$(BIN)/python -m pytest
+
+bench: setup  ## run the benchmarks (docs/benchmarks.md); never together with another heavy job
+	$(BIN)/python -m benchmarks.foundation
+
+mlflow-ui: setup  ## MLflow UI on the embedded store: http://127.0.0.1:5000
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/.local/mlflow.db --host 127.0.0.1 --port 5000
+
+clean:  ## remove local results (MLflow store, artifacts, checkpoints); keeps .venv
+	rm -rf .local

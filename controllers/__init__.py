@@ -1,0 +1,14 @@
+"""Pure decision logic: snapshots in, scaling decisions out. No Spark, MLflow, Airflow or I/O imports here.
+
+Importing the package registers the built-in controllers, so `build_controller("threshold", ...)` works after
+`import controllers`.
+"""
+from controllers import scripted, static, threshold  # noqa: F401  (registration)
+from controllers.base import ConfigError, Controller, Param, build_controller, describe, register, registered, validate_config
+from controllers.loop import ControlLoop, DecisionRecord
+from controllers.types import Decision, OperatorMetrics, Snapshot
+
+__all__ = [
+    "ConfigError", "Controller", "ControlLoop", "Decision", "DecisionRecord", "OperatorMetrics", "Param",
+    "Snapshot", "build_controller", "describe", "register", "registered", "validate_config",
+]

@@ -1,0 +1,82 @@
+"""The control loop's pure half: ask the controller, validate its decision, keep the decision log.
+
+The Spark job and the plant model both drive controllers through this class, so a decision is validated and
+recorded the same way whether it steers a real job or a simulation. Invalid decisions are rejected (the current
+degrees stay) and logged and counted as rejected, never clamped: silently correcting a controller would hide its
+bugs. A controller that raises fails the run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from controllers.base import Controller
+from controllers.types import Decision, Snapshot
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    batch_id: int
+    time_s: float
+    before: dict[str, int]
+    after: dict[str, int]
+    accepted: bool
+    reason: str
+    executors: int | None
+
+    @property
+    def changed(self) -> bool:
+        return self.accepted and self.before != self.after
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch_id": self.batch_id,
+            "time_s": round(self.time_s, 3),
+            "before": self.before,
+            "after": self.after,
+            "accepted": self.accepted,
+            "changed": self.changed,
+            "reason": self.reason,
+            "executors": self.executors,
+        }
+
+
+def invalid_reason(decision: Decision, operators: tuple[str, ...], max_degree: int) -> str | None:
+    """Why a decision cannot be applied, or None if it can."""
+    missing = [op for op in operators if op not in decision.degrees]
+    if missing:
+        return f"no degree for operator(s) {', '.join(missing)}"
+    extra = [op for op in decision.degrees if op not in operators]
+    if extra:
+        return f"unknown operator(s) {', '.join(extra)}"
+    for op, degree in decision.degrees.items():
+        if isinstance(degree, bool) or not isinstance(degree, int) or not 1 <= degree <= max_degree:
+            return f"degree {degree!r} of {op} outside [1, {max_degree}]"
+    if decision.executors is not None and (not isinstance(decision.executors, int) or decision.executors < 1):
+        return f"executor count {decision.executors!r} must be a positive integer"
+    return None
+
+
+class ControlLoop:
+    def __init__(self, controller: Controller):
+        self.controller = controller
+        self.degrees = controller.initial_degrees()
+        self.executors = controller.initial_executors()
+        self.log: list[DecisionRecord] = []
+
+    def step(self, snapshot: Snapshot) -> dict[str, int]:
+        """Decide after a batch; returns the degrees in force for the next batch."""
+        before = dict(self.degrees)
+        decision = self.controller.decide(snapshot)  # an exception here is a controller bug: the run fails loudly
+        problem = invalid_reason(decision, self.controller.operators, self.controller.max_degree)
+        if problem is None:
+            self.degrees = {op: int(decision.degrees[op]) for op in self.controller.operators}
+            if decision.executors is not None:
+                self.executors = decision.executors
+            record = DecisionRecord(snapshot.batch_id, snapshot.time_s, before, dict(self.degrees), True,
+                                    decision.reason, self.executors)
+        else:
+            record = DecisionRecord(snapshot.batch_id, snapshot.time_s, before, before, False,
+                                    f"rejected: {problem}", self.executors)
+        self.log.append(record)
+        return dict(self.degrees)

@@ -1,0 +1,52 @@
+"""Degrees changed at given batches, whatever the metrics say.
+
+A controller with known actions is how the pipeline measures itself: the reconfiguration delay (decision after
+batch k, new degrees in force in batch k+1?), exactly-once output across changes of parallelism, and the cost of
+a change, all without a feedback loop blurring cause and effect. Also useful to replay a hand-written plan.
+"""
+from __future__ import annotations
+
+from controllers.base import ConfigError, Controller, Param, register
+from controllers.types import Decision, Snapshot
+
+
+@register
+class ScriptedController(Controller):
+    name = "scripted"
+    summary = "apply given degrees after given batches (e.g. {2: {enrich: 3}}); for measurements and replays"
+    PARAMS = {
+        "initial_degree": Param(int, 1, "degree of every operator in the first batch", 1),
+        "changes": Param(dict, {}, "mapping: batch id -> {operator: degree}, applied after that batch"),
+    }
+
+    def __init__(self, params, operators, max_degree):
+        super().__init__(params, operators, max_degree)
+        self.changes: dict[int, dict[str, int]] = {}
+        for batch, degrees in self.params["changes"].items():
+            where = f"controller 'scripted': parameter 'changes' at batch {batch!r}"
+            try:
+                batch_id = int(batch)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{where}: batch ids must be integers") from None
+            if not isinstance(degrees, dict):
+                raise ConfigError(f"{where}: expected a mapping operator -> degree, got {degrees!r}")
+            for op, d in degrees.items():
+                if op not in operators:
+                    raise ConfigError(f"{where}: unknown operator {op!r}; operators: {', '.join(operators)}")
+                if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= max_degree:
+                    raise ConfigError(f"{where}: degree of {op!r} must be an integer in [1, {max_degree}], got {d!r}")
+            self.changes[batch_id] = dict(degrees)
+        if self.params["initial_degree"] > max_degree:
+            raise ConfigError(f"controller 'scripted': initial_degree must be <= max_degree ({max_degree})")
+
+    def initial_degrees(self) -> dict[str, int]:
+        return {op: self.params["initial_degree"] for op in self.operators}
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        degrees = snapshot.degrees
+        change = self.changes.get(snapshot.batch_id)
+        if not change:
+            return Decision(degrees, "no change scripted after this batch")
+        degrees.update(change)
+        return Decision(degrees, f"scripted after batch {snapshot.batch_id}: " +
+                        ", ".join(f"{op}={d}" for op, d in change.items()))

@@ -1,0 +1,81 @@
+"""Reactive threshold controller in the style of Spark Streaming's former dynamic allocation.
+
+Spark Streaming (DStreams) scaled on one signal: the ratio of average batch processing time to the batch interval.
+At or above an upper ratio (0.9) it added executors, max(1, round(ratio)) of them; at or below a lower ratio (0.3)
+it removed one; and it waited a scaling interval between actions. This controller applies the same rule per
+operator, which is what a micro-batch job with live per-operator parallelism can act on: it scales up the
+bottleneck (the operator that took the longest wall time in the batch) and scales down the least utilised one.
+"""
+from __future__ import annotations
+
+from controllers.base import ConfigError, Controller, Param, register
+from controllers.types import Decision, Snapshot
+
+
+@register
+class ThresholdController(Controller):
+    name = "threshold"
+    summary = "scale the bottleneck up when batch time / trigger >= up, the idlest down when <= down, with a cooldown"
+    PARAMS = {
+        "scale_up_ratio": Param(float, 0.9, "batch duration / trigger interval at or above which to scale up", 0.0),
+        "scale_down_ratio": Param(float, 0.3, "ratio at or below which to scale down", 0.0),
+        "cooldown_s": Param(float, 10.0, "seconds after an action during which no other action is taken", 0.0),
+        "initial_degree": Param(int, 1, "degree of every operator in the first batch", 1),
+        "min_degree": Param(int, 1, "never scale an operator below this", 1),
+        "step": Param(str, "ratio", "scale-up size: 'ratio' adds max(1, round(ratio)) like Spark; 'one' adds 1",
+                      choices=("ratio", "one")),
+    }
+
+    def __init__(self, params, operators, max_degree):
+        super().__init__(params, operators, max_degree)
+        p = self.params
+        if p["scale_down_ratio"] >= p["scale_up_ratio"]:
+            raise ConfigError(
+                f"controller 'threshold': scale_down_ratio ({p['scale_down_ratio']}) must be below "
+                f"scale_up_ratio ({p['scale_up_ratio']})"
+            )
+        if p["initial_degree"] > max_degree or p["min_degree"] > max_degree:
+            raise ConfigError(
+                f"controller 'threshold': initial_degree and min_degree must be <= max_degree ({max_degree})"
+            )
+        self._last_action_s: float | None = None
+
+    def initial_degrees(self) -> dict[str, int]:
+        return {op: max(self.params["initial_degree"], self.params["min_degree"]) for op in self.operators}
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        p = self.params
+        degrees = snapshot.degrees
+        ratio = snapshot.batch_duration_s / snapshot.trigger_interval_s
+        details = {"ratio": ratio}
+        if self._last_action_s is not None and snapshot.time_s - self._last_action_s < p["cooldown_s"]:
+            return Decision(degrees, f"cooldown ({snapshot.time_s - self._last_action_s:.1f}s < {p['cooldown_s']}s)", details=details)
+        if ratio >= p["scale_up_ratio"]:
+            candidates = [op for op in snapshot.operators if op.degree < self.max_degree]
+            if not candidates:
+                return Decision(degrees, f"ratio {ratio:.2f} >= {p['scale_up_ratio']} but every operator is at max", details=details)
+            bottleneck = max(candidates, key=lambda op: op.span_s)
+            step = max(1, round(ratio)) if p["step"] == "ratio" else 1
+            new = min(self.max_degree, bottleneck.degree + step)
+            degrees[bottleneck.name] = new
+            self._last_action_s = snapshot.time_s
+            return Decision(
+                degrees,
+                f"ratio {ratio:.2f} >= {p['scale_up_ratio']}: bottleneck {bottleneck.name} "
+                f"({bottleneck.span_s:.2f}s) {bottleneck.degree}->{new}",
+                details=details,
+            )
+        if ratio <= p["scale_down_ratio"]:
+            candidates = [op for op in snapshot.operators if op.degree > p["min_degree"]]
+            if not candidates:
+                return Decision(degrees, f"ratio {ratio:.2f} <= {p['scale_down_ratio']}, all at min", details=details)
+            idlest = min(candidates, key=lambda op: op.busy_s / op.degree)
+            degrees[idlest.name] = idlest.degree - 1
+            self._last_action_s = snapshot.time_s
+            return Decision(
+                degrees,
+                f"ratio {ratio:.2f} <= {p['scale_down_ratio']}: least utilised {idlest.name} "
+                f"{idlest.degree}->{idlest.degree - 1}",
+                details=details,
+            )
+        return Decision(degrees, f"ratio {ratio:.2f} within ({p['scale_down_ratio']}, {p['scale_up_ratio']})", details=details)

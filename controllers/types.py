@@ -1,0 +1,90 @@
+"""What a controller sees (Snapshot) and what it answers (Decision).
+
+These types are the whole contract between decision logic and whatever runs it — the Spark control loop, the
+plant model in tests, a simulator. A controller that only reads a Snapshot and returns a Decision cannot tell
+them apart, which is what lets the same controller be unit-tested in microseconds and run on a cluster.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class OperatorMetrics:
+    """One operator's work in one micro-batch.
+
+    busy_s is the sum of its tasks' run times (what the operator cost, independent of how many ran at once);
+    span_s is the wall time from its first task's start to its last task's end (what it added to the batch).
+    """
+
+    name: str
+    degree: int
+    records_in: int
+    records_out: int
+    busy_s: float
+    tasks: int
+    max_task_s: float
+    span_s: float
+
+    @property
+    def service_s_per_record(self) -> float | None:
+        """Mean busy time per input record, excluding queueing: the operator's own cost."""
+        return self.busy_s / self.records_in if self.records_in else None
+
+    @property
+    def selectivity(self) -> float | None:
+        return self.records_out / self.records_in if self.records_in else None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the loop observed after micro-batch `batch_id`.
+
+    arrivals: events that became due since the previous snapshot (the offered load, not what was admitted);
+    records_read: events the batch read; backlog: events due but not yet read when the batch finished.
+    """
+
+    batch_id: int
+    time_s: float
+    trigger_interval_s: float
+    batch_duration_s: float
+    interval_s: float
+    arrivals: int
+    records_read: int
+    backlog: int
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    latency_p99_s: float | None
+    operators: tuple[OperatorMetrics, ...]
+    max_degree: int
+    executors: int | None = None
+    cpu_percent: float | None = None
+    memory_mb: float | None = None
+
+    @property
+    def degrees(self) -> dict[str, int]:
+        return {op.name: op.degree for op in self.operators}
+
+    def operator(self, name: str) -> OperatorMetrics:
+        for op in self.operators:
+            if op.name == name:
+                return op
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Per-operator degrees for the next batch (and optionally an executor count), with the reason in words.
+
+    A reason is required because every decision is logged: a user reading the decision log should see why the
+    controller acted without re-deriving it from the metrics.
+    """
+
+    degrees: Mapping[str, int]
+    reason: str
+    executors: int | None = None
+    details: Mapping[str, float] = field(default_factory=dict)
+
+    def changes(self, current: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+        return {op: (current[op], d) for op, d in self.degrees.items() if current.get(op) != d}

@@ -1,0 +1,137 @@
+"""One experiment run's configuration, validated in full before any Spark job starts.
+
+`RunConfig.validate()` is where every bad input is caught — unknown controller or parameter, impossible values,
+an unreadable workload or topology, a Spark master that cannot be reached, Java missing — so the command line,
+spark-submit and Airflow all reject bad input the same way, with one line naming the culprit.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import controllers
+from controllers.base import ConfigError
+from jobs.topology import Topology, TopologyError, load_topology
+from workloads import WorkloadError, WorkloadSpec, load_workload
+
+
+class InputError(ValueError):
+    """Bad input: reported as one line, exit code 2, before anything is started."""
+
+
+@dataclass
+class RunConfig:
+    controller: str
+    controller_params: dict[str, Any]
+    workload: str | dict[str, Any]
+    duration_s: float | None = None
+    seed: int | None = None
+    slo_latency_s: float = 5.0
+    slo_target: float = 0.95
+    master: str | None = "local[4]"
+    trigger_s: float = 2.0
+    max_degree: int = 8
+    source_partitions: int = 2
+    topology: str | None = "default"
+    tracking_uri: str | None = None
+    experiment: str = "elastic-streaming"
+    run_name: str | None = None
+    parent_run_id: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    output_dir: str | None = None
+    summary_json: str | None = None
+    lead_in_s: float = 1.0
+    drain_timeout_s: float = 60.0
+    quiet: bool = False
+    fail_at_batch: int | None = None
+
+    # filled by validate()
+    spec: WorkloadSpec | None = None
+    topo: Topology | None = None
+
+    def validate(self) -> "RunConfig":
+        try:
+            spec = load_workload(self.workload)
+            self.spec = spec.with_overrides(duration_s=self.duration_s, seed=self.seed)
+        except WorkloadError as exc:
+            raise InputError(f"workload: {exc}") from None
+        try:
+            self.topo = load_topology(self.topology)
+        except TopologyError as exc:
+            raise InputError(f"topology: {exc}") from None
+        _positive("--max-degree", self.max_degree, integer=True)
+        try:
+            controllers.build_controller(self.controller, self.controller_params, self.topo.names, self.max_degree)
+        except ConfigError as exc:
+            raise InputError(str(exc)) from None
+        _positive("--slo-latency", self.slo_latency_s)
+        if not 0 < self.slo_target <= 1:
+            raise InputError(f"--slo-target must be in (0, 1], got {self.slo_target}")
+        _positive("--trigger", self.trigger_s)
+        _positive("--source-partitions", self.source_partitions, integer=True)
+        if self.lead_in_s < 0 or self.drain_timeout_s < 0:
+            raise InputError("--lead-in and --drain-timeout must be >= 0")
+        for name, path in (("--output-dir", self.output_dir), ("--summary-json", self.summary_json)):
+            if path:
+                _check_writable(name, Path(path))
+        check_java()
+        if self.master:
+            check_master(self.master)
+        return self
+
+
+def _positive(name: str, value: Any, integer: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or (integer and int(value) != value):
+        raise InputError(f"{name} must be a positive {'integer' if integer else 'number'}, got {value!r}")
+
+
+def _check_writable(name: str, path: Path) -> None:
+    parent = path if name == "--output-dir" else path.parent
+    probe = parent
+    while not probe.exists():
+        probe = probe.parent
+    if not os.access(probe, os.W_OK):
+        raise InputError(f"{name}: cannot write under {probe}")
+
+
+def check_java() -> None:
+    """Spark needs a JVM; say so plainly instead of letting the gateway fail with a Java stack trace."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        where = f"JAVA_HOME={java_home}" if java_home else "PATH"
+        raise InputError(f"Java not found (looked in {where}); install Java 17 and/or set JAVA_HOME")
+    try:
+        subprocess.run([java, "-version"], capture_output=True, timeout=20, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InputError(f"Java at {java} does not run: {exc}") from None
+
+
+_LOCAL = re.compile(r"^local(\[(\d+|\*)(,\d+)?\])?$")
+
+
+def check_master(master: str) -> None:
+    """Accept local[N] and reachable spark://host:port masters; other managers (yarn, k8s) are passed through."""
+    if master.startswith("local"):
+        if not _LOCAL.match(master):
+            raise InputError(f"--master {master!r} is not a valid local master (use local, local[N] or local[*])")
+        return
+    if master.startswith("spark://"):
+        for hostport in master.removeprefix("spark://").split(","):
+            host, _, port = hostport.rpartition(":")
+            if not host or not port.isdigit():
+                raise InputError(f"--master {master!r}: expected spark://host:port")
+            try:
+                with socket.create_connection((host, int(port)), timeout=3):
+                    pass
+            except OSError as exc:
+                raise InputError(f"--master {master}: cannot reach {host}:{port} ({exc.strerror or exc})") from None
+        return
+    if not master.startswith(("yarn", "k8s://", "mesos://")):
+        raise InputError(f"--master {master!r} is not a Spark master URL (local[N], spark://host:port, yarn, k8s://...)")

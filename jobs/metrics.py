@@ -1,0 +1,151 @@
+"""Metric collection through Spark's own means: accumulators per operator, the streaming query listener per
+batch, the status tracker for the degrees Spark actually ran, and psutil for the processes' CPU and memory.
+
+Nothing here parses logs or guesses: the degree an operator ran with is the task count Spark reports for its
+stage, which is how the reconfiguration delay is measured rather than assumed.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import psutil
+from pyspark import AccumulatorParam, SparkContext
+from pyspark.sql.streaming import StreamingQueryListener
+
+from controllers.types import OperatorMetrics
+from jobs.topology import EMPTY_STATS, merge_stats
+
+
+class OperatorStatsParam(AccumulatorParam):
+    """Merges per-task tuples (sums, counts, max task time, first start, last end) into per-operator totals."""
+
+    def zero(self, value):
+        return EMPTY_STATS
+
+    def addInPlace(self, a, b):
+        return merge_stats(a, b)
+
+
+class OperatorStats:
+    """One accumulator per operator, reset before each micro-batch and read after it."""
+
+    def __init__(self, sc: SparkContext, operators: tuple[str, ...]):
+        self.accumulators = {op: sc.accumulator(EMPTY_STATS, OperatorStatsParam()) for op in operators}
+
+    def reset(self) -> None:
+        for acc in self.accumulators.values():
+            acc.value = EMPTY_STATS
+
+    def read(self, degrees: dict[str, int], observed_tasks: dict[str, int] | None = None) -> tuple[OperatorMetrics, ...]:
+        out = []
+        for op, acc in self.accumulators.items():
+            r_in, r_out, _, _, busy, tasks, max_task, first, last = acc.value
+            span = (last - first) if tasks else 0.0
+            out.append(OperatorMetrics(op, degrees[op], r_in, r_out, busy, tasks, max_task, span))
+        return tuple(out)
+
+    def raw(self, op: str) -> tuple:
+        return self.accumulators[op].value
+
+
+class StageTasks:
+    """Task counts of the stages a micro-batch ran, read from Spark's status tracker by job group.
+
+    The operators' stages are the last len(operators) stages of the batch's write job, in order (the first stage
+    reads the source and shuffles for the first operator)."""
+
+    def __init__(self, sc: SparkContext):
+        self.sc = sc
+        self.tracker = sc.statusTracker()
+
+    def start(self, batch_id: int) -> str:
+        group = f"replay-batch-{batch_id}"
+        self.sc.setJobGroup(group, f"micro-batch {batch_id}", interruptOnCancel=False)
+        return group
+
+    def per_operator(self, group: str, operators: tuple[str, ...]) -> dict[str, int]:
+        stages = []
+        for job_id in sorted(self.tracker.getJobIdsForGroup(group)):
+            job = self.tracker.getJobInfo(job_id)
+            if job is None:
+                continue
+            for stage_id in sorted(job.stageIds):
+                info = self.tracker.getStageInfo(stage_id)
+                if info is not None and info.numTasks > 0:
+                    stages.append((stage_id, info.numTasks))
+        stages = sorted(set(stages))[-len(operators):]
+        if len(stages) < len(operators):
+            return {}
+        return {op: tasks for op, (_, tasks) in zip(operators, stages)}
+
+
+class ProgressListener(StreamingQueryListener):
+    """Keeps each batch's progress (durations, offsets, rows) as Spark reports it, keyed by batch id."""
+
+    def __init__(self):
+        self.progress: dict[int, dict[str, Any]] = {}
+        self.terminated_exception: str | None = None
+        self._lock = threading.Lock()
+
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        p = event.progress
+        durations = dict(p.durationMs or {})
+        source = p.sources[0] if p.sources else None
+        row = {f"spark_{k}_ms": float(v) for k, v in durations.items()}
+        row["spark_num_input_rows"] = float(p.numInputRows)
+        if source is not None:
+            row["source_end_offset"] = _offset_events(source.endOffset)
+        with self._lock:
+            self.progress[int(p.batchId)] = row
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        self.terminated_exception = event.exception
+
+    def snapshot(self) -> dict[int, dict[str, Any]]:
+        with self._lock:
+            return dict(self.progress)
+
+
+def _offset_events(offset: Any) -> float | None:
+    import json
+
+    try:
+        value = json.loads(offset) if isinstance(offset, str) else offset
+        return float(value["events"])
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+class ProcessSampler:
+    """CPU (percent of one core, summed) and resident memory of this driver and every process it started
+    (the JVM, the Python workers)."""
+
+    def __init__(self):
+        self.root = psutil.Process()
+        self._known: dict[int, psutil.Process] = {}
+
+    def sample(self) -> tuple[float, float]:
+        procs = [self.root]
+        try:
+            procs += self.root.children(recursive=True)
+        except psutil.Error:
+            pass
+        cpu = mem = 0.0
+        alive = {}
+        for proc in procs:
+            cached = self._known.get(proc.pid, proc)
+            try:
+                cpu += cached.cpu_percent(None)
+                mem += cached.memory_info().rss
+                alive[proc.pid] = cached
+            except psutil.Error:
+                continue
+        self._known = alive
+        return cpu, mem / 2**20

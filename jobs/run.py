@@ -1,0 +1,166 @@
+"""Run one elasticity experiment: a controller steering the benchmark topology on a replayed workload.
+
+The single entry point for every way of running the job:
+    python -m jobs.run --controller threshold --workload step --duration 60 --seed 1
+    spark-submit --py-files <zip> jobs/run.py --controller static --param degree=2 --workload step
+(Airflow's SparkSubmitOperator uses the second form.) Exit codes: 0 finished, 1 the run failed (its MLflow run
+is FAILED with the reason), 2 bad input (nothing was started).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script (spark-submit jobs/run.py): make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import yaml  # noqa: E402
+
+import controllers  # noqa: E402
+from jobs.config import InputError, RunConfig  # noqa: E402
+from workloads import catalogue_names  # noqa: E402
+
+EPILOG = """controllers:
+{controllers}
+
+workloads in the catalogue: {workloads} (or a path to a YAML spec)
+
+examples:
+  python -m jobs.run --controller static --param degree=2 --workload step
+  python -m jobs.run --controller threshold --param cooldown_s=6 --workload ramp --duration 40 --seed 3 \\
+      --slo-latency 4 --summary-json out/summary.json
+  python -m jobs.run --controller-config my_controller.yaml --workload my_workload.yaml --master spark://127.0.0.1:7077
+"""
+
+
+def _scalar(text: str):
+    """Parse a --param value as YAML, so 0.8 is a float, 3 an int, {enrich: 4} a mapping, and words are strings."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m jobs.run",
+        description="Run one elasticity experiment on Spark and record it in MLflow.",
+        epilog=EPILOG.format(
+            controllers="\n".join("  " + controllers.describe(n).replace("\n", "\n  ") for n in controllers.registered()),
+            workloads=", ".join(catalogue_names()),
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c = p.add_argument_group("controller")
+    c.add_argument("--controller", help="controller name (see below)")
+    c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="controller parameter (repeatable)")
+    c.add_argument("--controller-config", metavar="FILE", help="YAML/JSON file {controller: NAME, params: {...}}")
+    c.add_argument("--max-degree", type=int, default=8, help="largest degree of any operator (default 8)")
+    w = p.add_argument_group("workload")
+    w.add_argument("--workload", default="step", help="catalogue name or YAML file (default: step)")
+    w.add_argument("--duration", type=float, help="override the workload's duration, seconds")
+    w.add_argument("--seed", type=int, help="override the workload's seed")
+    w.add_argument("--topology", default="default", help="'default', 'zero-cost' or a YAML file of operator costs")
+    s = p.add_argument_group("service level and Spark")
+    s.add_argument("--slo-latency", type=float, default=5.0, help="latency bound in seconds (default 5)")
+    s.add_argument("--slo-target", type=float, default=0.95, help="fraction of events within the bound (default 0.95)")
+    s.add_argument("--master", default=None, help="Spark master (default local[4]; under spark-submit: its --master)")
+    s.add_argument("--trigger", type=float, default=2.0, help="micro-batch trigger interval, seconds (default 2)")
+    s.add_argument("--source-partitions", type=int, default=2, help="read tasks per micro-batch (default 2)")
+    s.add_argument("--lead-in", type=float, default=1.0, help="seconds between query start and the first event")
+    s.add_argument("--drain-timeout", type=float, default=60.0,
+                   help="seconds to keep processing backlog after the schedule ends (default 60)")
+    r = p.add_argument_group("recording")
+    r.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or .local/mlflow.db)")
+    r.add_argument("--experiment", default="elastic-streaming", help="MLflow experiment name")
+    r.add_argument("--run-name", help="MLflow run name (default controller-workload-seedN)")
+    r.add_argument("--parent-run-id", help="make this run a child of that MLflow run")
+    r.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE", help="extra MLflow tag (repeatable)")
+    r.add_argument("--output-dir", help="checkpoint and sink folder (default .local/runs/<run id>)")
+    r.add_argument("--summary-json", metavar="PATH", help="write the run's summary as JSON here")
+    r.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
+    r.add_argument("--fail-at-batch", type=int, help=argparse.SUPPRESS)  # failure injection for tests
+    return p
+
+
+def _pairs(items: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"{flag} {item!r}: expected NAME=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    name, params = args.controller, {}
+    if args.controller_config:
+        path = Path(args.controller_config)
+        try:
+            raw = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise InputError(f"--controller-config {path}: cannot be read: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise InputError(f"--controller-config {path}:{at} is not valid YAML") from None
+        if not isinstance(raw, dict) or "controller" not in raw:
+            raise InputError(f"--controller-config {path}: expected a mapping with 'controller' and optional 'params'")
+        extra = sorted(set(raw) - {"controller", "params"})
+        if extra:
+            raise InputError(f"--controller-config {path}: unknown field(s) {', '.join(extra)}")
+        if name and name != raw["controller"]:
+            raise InputError(f"--controller {name!r} contradicts {path} (controller {raw['controller']!r})")
+        name = raw["controller"]
+        params = dict(raw.get("params") or {})
+    if not name:
+        raise InputError("no controller given: use --controller NAME or --controller-config FILE")
+    params.update({k: _scalar(v) for k, v in _pairs(args.param, "--param").items()})
+    return RunConfig(
+        controller=name, controller_params=params, workload=args.workload, duration_s=args.duration,
+        seed=args.seed, slo_latency_s=args.slo_latency, slo_target=args.slo_target,
+        master=args.master or (None if _under_spark_submit() else "local[4]"), trigger_s=args.trigger,
+        max_degree=args.max_degree, source_partitions=args.source_partitions, topology=args.topology,
+        tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
+        parent_run_id=args.parent_run_id, tags=_pairs(args.tag, "--tag"), output_dir=args.output_dir,
+        summary_json=args.summary_json, lead_in_s=args.lead_in, drain_timeout_s=args.drain_timeout,
+        quiet=args.quiet, fail_at_batch=args.fail_at_batch,
+    )
+
+
+def _under_spark_submit() -> bool:
+    import os
+
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = config_from_args(args).validate()
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from jobs.experiment import run_experiment  # heavy imports only once the input is known to be good
+
+    try:
+        summary = run_experiment(config, log=lambda line: print(line, flush=True))
+    except KeyboardInterrupt:
+        print("interrupted: the MLflow run is marked FAILED", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        from jobs.experiment import failure_reason
+
+        print(f"run failed: {failure_reason(exc)}", file=sys.stderr)
+        return 1
+    keys = ("latency_p50_s", "latency_p95_s", "latency_p99_s", "slo_attainment", "cost_slot_seconds",
+            "scaling_actions", "records_in", "records_out", "records_lost", "records_duplicated")
+    print("summary: " + json.dumps({k: summary.get(k) for k in keys}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""Integration tests run real local Spark and a real MLflow store (SQLite in a temporary folder)."""
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pytest_collection_modifyitems(items):
+    java = shutil.which("java") or (os.environ.get("JAVA_HOME") and Path(os.environ["JAVA_HOME"], "bin", "java").exists())
+    for item in items:
+        if "integration" in str(item.fspath):
+            item.add_marker(pytest.mark.spark)
+            if not java:
+                item.add_marker(pytest.mark.skip(reason="Java 17 is required for Spark integration tests (not found)"))
+
+
+@pytest.fixture(scope="module")
+def tracking_uri(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mlflow")
+    return f"sqlite:///{folder / 'mlflow.db'}"
+
+
+@pytest.fixture(scope="module")
+def mlflow_client(tracking_uri):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri)
+
+
+def run_cli(args, timeout=300, env=None):
+    """Run `python -m jobs.run` as a user does; returns the CompletedProcess."""
+    import subprocess
+
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "jobs.run", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=full_env)
