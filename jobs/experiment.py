@@ -9,237 +9,30 @@ per-batch table, decision log and timeline are recorded, and the run ends FINISH
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
-import sys
-import tempfile
 import threading
 import time
-import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 import controllers
 from controllers.loop import ControlLoop
-from controllers.types import Snapshot
+from jobs.batch import BatchProcessor, RunFailed, format_progress
 from jobs.config import RunConfig
-from jobs.metrics import OperatorStats, ProcessSampler, ProgressListener, StageTasks
+from jobs.metrics import ProgressListener
 from jobs.plots import timeline_png
-from jobs.recorder import LOCAL_STATE, REPO_ROOT, RunRecorder, default_tracking_uri, flatten
-from jobs.summary import LatencyHistogram, summarise
-from jobs.topology import AGGREGATE_SCHEMA, ENRICHED_SCHEMA, PARSED_SCHEMA, Topology, make_operator
+from jobs.recorder import LOCAL_STATE, RunRecorder, default_tracking_uri, flatten
+from jobs.sink_check import verify_output
+from jobs.spark_session import package_code, spark_settings, start_spark, warm_up
+from jobs.summary import summarise
 from workloads import Schedule
 
 US = 1_000_000
-PACKAGES = ("controllers", "jobs", "workloads")
-OUTPUT_SCHEMAS = {"parse": PARSED_SCHEMA, "enrich": ENRICHED_SCHEMA, "window_aggregate": AGGREGATE_SCHEMA,
-                  "sink": AGGREGATE_SCHEMA}
-
-
-class RunFailed(RuntimeError):
-    pass
-
-
-def package_code(dest: Path) -> Path:
-    """Zip the project's packages so Spark's Python workers (local or on a cluster) can import them."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
-        for pkg in PACKAGES:
-            for path in sorted((REPO_ROOT / pkg).rglob("*")):
-                if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
-                    zf.write(path, path.relative_to(REPO_ROOT))
-    return dest
-
-
-def spark_settings(config: RunConfig) -> dict[str, str]:
-    """Settings the measurements depend on; recorded with the run."""
-    return {
-        # AQE would coalesce or split shuffle partitions and so override the controller's degrees
-        "spark.sql.adaptive.enabled": "false",
-        "spark.sql.shuffle.partitions": str(config.max_degree),
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
-        "spark.python.worker.reuse": "true",
-        "spark.sql.streaming.metricsEnabled": "true",
-    }
-
-
-def start_spark(config: RunConfig, code_zip: Path):
-    # The Python workers must run this interpreter (with pyarrow, numpy) and import the project's packages,
-    # including the data source planner process, which only sees PYTHONPATH and spark.submit.pyFiles.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    paths = [str(code_zip)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    if (config.master or "").startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local run binds to loopback only
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName(f"elastic-{config.controller}-{config.spec.name}")
-    if config.master:
-        builder = builder.master(config.master)
-    for k, v in spark_settings(config).items():
-        builder = builder.config(k, v)
-    builder = builder.config("spark.submit.pyFiles", str(code_zip))
-    log4j = Path(__file__).with_name("log4j2.properties")
-    builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.sparkContext.addPyFile(str(code_zip))
-    from jobs.replay_source import ReplayDataSource
-
-    spark.dataSource.register(ReplayDataSource)
-    return spark
-
-
-def warm_up(spark, topology: Topology, degree: int) -> None:
-    """Run the operators once on a few rows so Python workers are started before the clock starts."""
-    from pyspark.sql import functions as F
-
-    df = spark.range(0, 2000, numPartitions=degree).select(
-        F.col("id").alias("event_id"),
-        F.timestamp_seconds(F.lit(0)).alias("arrival_ts"),
-        (F.col("id") % 10).cast("int").alias("key"),
-        F.lit(b"\x00" * 8).cast("binary").alias("payload"),
-    )
-    for op in topology.operators:
-        df = df.repartition(degree).mapInArrow(make_operator(op, topology.window_s), OUTPUT_SCHEMAS[op.kind])
-    df.write.format("noop").mode("overwrite").save()
-
-
-@dataclass
-class BatchOutcome:
-    row: dict[str, Any]
-    snapshot: Snapshot
-
-
-class BatchProcessor:
-    """The foreachBatch function: run the operators at their current degrees, measure, decide."""
-
-    def __init__(self, config: RunConfig, spark, schedule: Schedule, loop: ControlLoop, output: Path,
-                 recorder: RunRecorder, progress: Callable[[dict], None]):
-        self.config = config
-        self.topology = config.topo
-        self.ops = self.topology.names
-        self.spark = spark
-        self.schedule = schedule
-        self.loop = loop
-        self.anchor_us: int | None = None  # set once the query is up (schedule time 0)
-        self.output = output
-        self.recorder = recorder
-        self.progress = progress
-        self.stats = OperatorStats(spark.sparkContext, self.ops)
-        self.stage_tasks = StageTasks(spark.sparkContext)
-        self.sampler = ProcessSampler()
-        self.sampler.sample()
-        self.histogram = LatencyHistogram()
-        self.within_slo = 0
-        self.next_event = 0
-        self.prev_end_s = None
-        self.due_at_prev_end = 0
-        self.rows: list[dict[str, Any]] = []
-        self.startup_batches = 0
-        self.first_spark_batch: int | None = None
-        self.committed: dict[int, tuple[int, int]] = {}  # batch -> (first event, events read)
-        self.lock = threading.Lock()
-
-    def __call__(self, df, spark_batch_id: int) -> None:
-        if self.anchor_us is None:
-            # Spark always runs a first batch when a query starts, before the clock (anchor) exists. The source
-            # serves no events until the anchor file is written, and the anchor is set here before that file,
-            # so this batch is empty by construction: nothing to process, measure or decide.
-            self.startup_batches += 1
-            return
-        if self.first_spark_batch is None:
-            self.first_spark_batch = spark_batch_id
-        # Measured batches are numbered from 0, like the plant model's: the controller sees the same ids either way.
-        batch_id = spark_batch_id - self.first_spark_batch
-        if self.config.fail_at_batch is not None and batch_id >= self.config.fail_at_batch:
-            raise RunFailed(f"induced failure at batch {batch_id} (--fail-at-batch {self.config.fail_at_batch})")
-        start = time.time()
-        degrees = dict(self.loop.degrees)
-        self.stats.reset()
-        group = self.stage_tasks.start(spark_batch_id)
-        out = df
-        for op in self.topology.operators:
-            d = degrees[op.name]
-            out = out.repartition(d, "key") if op.keyed else out.repartition(d)
-            out = out.mapInArrow(make_operator(op, self.topology.window_s, self.stats.accumulators[op.name]),
-                                 OUTPUT_SCHEMAS[op.kind])
-        # one folder per Spark batch id, overwritten as a whole: a batch replayed from the checkpoint rewrites
-        # its own output instead of adding to it (idempotent sink)
-        out.write.mode("overwrite").parquet(str(self.output / f"batch_id={spark_batch_id}"))
-        end = time.time()
-        self._after_batch(batch_id, spark_batch_id, start, end, degrees, group)
-
-    def _after_batch(self, batch_id: int, spark_batch_id: int, start: float, end: float, degrees: dict[str, int],
-                     group: str) -> None:
-        ops = self.stats.read(degrees)
-        first = self.next_event
-        n = ops[0].records_in
-        stop = first + n
-        parse_raw, sink_raw = self.stats.raw(self.ops[0]), self.stats.raw(self.ops[-1])
-        expected_id_sum = n * first + n * (n - 1) // 2
-        if parse_raw[3] != expected_id_sum:
-            raise RunFailed(f"batch {batch_id}: events read are not the contiguous range [{first}, {stop})")
-        self.committed[spark_batch_id] = (first, n)
-        self.next_event = stop
-
-        end_us = int(end * US) - self.anchor_us
-        arrivals_us = self.schedule.arrival_us(first, stop)
-        latencies = (end_us - arrivals_us) / US
-        self.histogram.add(latencies)
-        within = int(np.count_nonzero(latencies <= self.config.slo_latency_s))
-        self.within_slo += within
-        due_now = self.schedule.count_due(end_us)
-        time_s = end_us / US
-        interval = time_s - self.prev_end_s if self.prev_end_s is not None else end - start
-        observed = self.stage_tasks.per_operator(group, self.ops)
-        cpu, mem = self.sampler.sample()
-        p50, p95, p99 = (np.percentile(latencies, [50, 95, 99]) if n else (None, None, None))
-        snapshot = Snapshot(
-            batch_id=batch_id, time_s=time_s, trigger_interval_s=self.config.trigger_s,
-            batch_duration_s=end - start, interval_s=interval, arrivals=due_now - self.due_at_prev_end,
-            records_read=n, backlog=due_now - stop,
-            latency_p50_s=_f(p50), latency_p95_s=_f(p95), latency_p99_s=_f(p99),
-            operators=ops, max_degree=self.config.max_degree, cpu_percent=cpu, memory_mb=mem,
-        )
-        new_degrees = self.loop.step(snapshot)
-        decision = self.loop.log[-1]
-        row: dict[str, Any] = {
-            "batch_id": batch_id, "spark_batch_id": spark_batch_id, "start_s": start - self.anchor_us / US, "time_s": time_s,
-            "batch_duration_s": end - start, "interval_s": interval, "first_event": first,
-            "records_read": n, "records_out": int(sink_raw[2]), "arrivals": snapshot.arrivals,
-            "backlog": snapshot.backlog, "offered_rate": snapshot.arrivals / interval if interval > 0 else None,
-            "processed_rate": n / interval if interval > 0 else None,
-            "latency_p50_s": _f(p50), "latency_p95_s": _f(p95), "latency_p99_s": _f(p99),
-            "latency_max_s": float(latencies.max()) if n else None, "within_slo": within,
-            "cpu_percent": cpu, "memory_mb": mem,
-            "decision_changed": int(decision.changed), "decision_accepted": int(decision.accepted),
-        }
-        for op in ops:
-            row[f"degree_{op.name}"] = op.degree
-            row[f"tasks_{op.name}"] = observed.get(op.name, op.tasks)
-            row[f"records_in_{op.name}"] = op.records_in
-            row[f"records_out_{op.name}"] = op.records_out
-            row[f"busy_s_{op.name}"] = op.busy_s
-            row[f"span_s_{op.name}"] = op.span_s
-            row[f"max_task_s_{op.name}"] = op.max_task_s
-            row[f"next_degree_{op.name}"] = new_degrees[op.name]
-        with self.lock:
-            self.rows.append(row)
-        self.prev_end_s = time_s
-        self.due_at_prev_end = due_now
-        self.recorder.log_metrics_async({k: v for k, v in row.items() if k not in ("batch_id", "spark_batch_id") and isinstance(v, (int, float))}, step=batch_id)
-        self.progress(row)
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -250,22 +43,6 @@ def failure_reason(exc: BaseException) -> str:
     inner = [line for line in found if not line.startswith(("org.", "py4j.", "pyspark.errors"))]
     line = inner[-1] if inner else f"{type(exc).__name__}: {text.splitlines()[0]}"
     return line.strip()[:1000]
-
-
-def _f(x) -> float | None:
-    return None if x is None else float(x)
-
-
-def format_progress(row: dict[str, Any], ops: tuple[str, ...]) -> str:
-    degrees = " ".join(f"{op}={row[f'degree_{op}']}" for op in ops)
-    nxt = {op: row[f"next_degree_{op}"] for op in ops if row[f"next_degree_{op}"] != row[f"degree_{op}"]}
-    change = ("  -> " + " ".join(f"{k}={v}" for k, v in nxt.items())) if nxt else ""
-    return (
-        f"batch {row['batch_id']:>4}  t={row['time_s']:6.1f}s  arrival {row['offered_rate'] or 0:8.0f}/s  "
-        f"processed {row['processed_rate'] or 0:8.0f}/s  backlog {row['backlog']:>7}  "
-        f"latency p50 {row['latency_p50_s'] or 0:6.2f}s p99 {row['latency_p99_s'] or 0:6.2f}s  "
-        f"degrees {degrees}{change}"
-    )
 
 
 def wait_until_ready(query, timeout_s: float = 120.0) -> None:
@@ -334,7 +111,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         sc = spark.sparkContext
         recorder.log_params({"spark.version": spark.version, "spark.default_parallelism": sc.defaultParallelism,
                              "spark.master.effective": sc.master})
-        warm_up(spark, topology, min(config.max_degree, sc.defaultParallelism))
+        warm_up(spark, spec.to_json(), topology, min(config.max_degree, sc.defaultParallelism), output / "warm-up")
 
         listener = ProgressListener()
         spark.streams.addListener(listener)
@@ -398,34 +175,6 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             spark.stop()
 
 
-def _verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]]) -> tuple[int, int, int]:
-    """Read the committed output back and check it against what each batch read: (events out, lost, duplicated).
-
-    A batch that read events [first, first + n) must have written partials that count n events whose ids sum to
-    n*first + n(n-1)/2; a count below or above is loss or duplication, a wrong sum with the right count is both.
-    Folders of batches that never committed are removed, so nothing half-written is left behind."""
-    events_out = lost = duplicated = 0
-    for folder in sink_dir.glob("batch_id=*"):
-        if int(folder.name.split("=")[1]) not in committed or not (folder / "_SUCCESS").exists():
-            shutil.rmtree(folder)
-    for batch_id, (first, n) in sorted(committed.items()):
-        table = pq.read_table(sink_dir / f"batch_id={batch_id}", columns=["events", "event_id_sum"])
-        got, id_sum = pa_sum(table, "events"), pa_sum(table, "event_id_sum")
-        events_out += got
-        if got < n:
-            lost += n - got
-        elif got > n:
-            duplicated += got - n
-        elif id_sum != n * first + n * (n - 1) // 2:
-            lost += 1
-            duplicated += 1
-    return events_out, lost, duplicated
-
-
-def pa_sum(table, column: str) -> int:
-    return int(pc.sum(table.column(column)).as_py() or 0)
-
-
 def _finish(config: RunConfig, recorder: RunRecorder, processor: BatchProcessor, schedule: Schedule,
             listener: ProgressListener, output: Path, drained: bool,
             cores: int, log: Callable[[str], None]) -> dict[str, Any]:
@@ -439,7 +188,8 @@ def _finish(config: RunConfig, recorder: RunRecorder, processor: BatchProcessor,
         starts = batches["start_s"].to_numpy()
         in_force = np.append(np.diff(starts), batches["batch_duration_s"].iloc[-1])
         batches["interval_in_force_s"] = in_force
-    events_out, lost, duplicated = _verify_output(output / "sink", processor.committed)
+    events_out, lost, duplicated = verify_output(output / "sink", processor.committed)
+    shutil.rmtree(output / "warm-up", ignore_errors=True)
     # the span in which the degrees were in force: first batch start to last batch end
     wall_s = float(batches["time_s"].iloc[-1] - batches["start_s"].iloc[0]) if len(batches) else 0.0
     summary = summarise(

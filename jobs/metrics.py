@@ -14,7 +14,7 @@ from pyspark import AccumulatorParam, SparkContext
 from pyspark.sql.streaming import StreamingQueryListener
 
 from controllers.types import OperatorMetrics
-from jobs.topology import EMPTY_STATS, merge_stats
+from jobs.operators import EMPTY_STATS, merge_stats
 
 
 class OperatorStatsParam(AccumulatorParam):

@@ -12,6 +12,9 @@ The offset is {"events": n, "anchor_us": A}: A is the wall-clock epoch microseco
 in the offset makes every batch's data a function of its offsets alone, so a batch replayed from the checkpoint
 is byte-identical, and a restarted query keeps the original timeline.
 
+The same source also reads as a batch DataFrame (`spark.read`), for a fixed range of events: the job warms its
+Python workers up with it before the clock starts, and the benchmark measures the generator with it.
+
 Options (all strings, as Spark passes them):
   spec          the workload spec as canonical JSON (WorkloadSpec.to_json())
   anchor_us     schedule time 0 as epoch microseconds, if known when the query is defined
@@ -19,6 +22,7 @@ Options (all strings, as Spark passes them):
                 source reports no data. This keeps query start-up (seconds) out of the measured latencies.
   partitions    number of read tasks per micro-batch (default 2)
   max_events_per_batch  optional admission cap (default: none, read everything due)
+  first, stop   batch reads only: the range of event indices to read (default: the whole schedule)
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 SOURCE_NAME = "workload_replay"
@@ -148,6 +152,34 @@ class ReplayStreamReader(DataSourceStreamReader):
         pass
 
 
+class ReplayBatchReader(DataSourceReader):
+    """A fixed range of events [first, stop) in `partitions` read tasks, anchored at `anchor_us` (default 0)."""
+
+    def __init__(self, options: dict[str, str]):
+        self.spec_json = options["spec"]
+        self.anchor_us = int(options.get("anchor_us") or 0)
+        self.partitions_count = max(1, int(options.get("partitions", "2")))
+        self.first = int(options.get("first", "0"))
+        self.stop = int(options["stop"]) if options.get("stop") else None
+        self._schedule = None
+
+    @property
+    def schedule(self):
+        if self._schedule is None:
+            self._schedule = _schedule_from_json(self.spec_json)
+        return self._schedule
+
+    def partitions(self):
+        total = self.schedule.total_events
+        stop = total if self.stop is None else min(self.stop, total)
+        n = max(1, min(self.partitions_count, stop - self.first))
+        bounds = [self.first + (stop - self.first) * i // n for i in range(n + 1)]
+        return [EventRange(bounds[i], bounds[i + 1], self.anchor_us) for i in range(n)]
+
+    def read(self, partition: EventRange):
+        yield from event_batches(self.schedule, partition.anchor_us, partition.first, partition.stop)
+
+
 class ReplayDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -155,6 +187,9 @@ class ReplayDataSource(DataSource):
 
     def schema(self) -> str:
         return SCHEMA
+
+    def reader(self, schema):
+        return ReplayBatchReader(self.options)
 
     def streamReader(self, schema):
         return ReplayStreamReader(self.options)

@@ -1,35 +1,19 @@
 """The benchmark topology: parse -> enrich -> keyed tumbling-window aggregate -> sink, with declared costs.
 
-Every operator does its real transformation on Arrow batches (vectorised) and then the work it declares per
-record: `cpu_us` of real CPU (a spin on the task's thread) and `wait_us` of emulated waiting (a sleep standing for
-a remote lookup). Declaring the cost makes an operator's capacity known and its growth with parallelism visible
-on a 2-core machine: CPU work scales up to the cores, waiting scales up to the task slots (ARCHITECTURE, "A small
-machine"). The costs are part of the run's recorded parameters, never hidden.
-
-Window state that spans micro-batches is kept as per-batch partial aggregates keyed by (window, key): each batch
-writes its own partials, and a window's result is the sum of its partials over batches. A change of parallelism
-only changes how a batch's partials are computed, never what they are, so it cannot lose or double count state.
+Each operator declares its per-record cost: `cpu_us` of real CPU and `wait_us` of emulated waiting (a sleep
+standing for a remote lookup). Declaring the cost makes an operator's capacity known and its growth with parallelism
+visible on a 2-core machine: CPU work scales up to the cores, waiting scales up to the task slots (ARCHITECTURE,
+"A small machine"). The costs are part of the run's recorded parameters, never hidden. What the operators do with
+the records is in `jobs.operators`.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Mapping
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 import yaml
 
-US = 1_000_000
-
-PARSED_SCHEMA = "event_id BIGINT, arrival_ts TIMESTAMP, key INT, value BIGINT"
-ENRICHED_SCHEMA = "event_id BIGINT, arrival_ts TIMESTAMP, key INT, value BIGINT, region INT, weighted DOUBLE"
-AGGREGATE_SCHEMA = (
-    "window_start_us BIGINT, key INT, events BIGINT, value_sum DOUBLE, first_arrival_us BIGINT, "
-    "last_arrival_us BIGINT, event_id_sum BIGINT"
-)
 
 KINDS = ("parse", "enrich", "window_aggregate", "sink")
 
@@ -129,132 +113,3 @@ def load_topology(ref: str | None) -> Topology:
         at = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise TopologyError(f"{path}:{at} is not valid YAML") from None
     return parse_topology(raw, str(path))
-
-
-# ---- declared cost ------------------------------------------------------------------------------------------
-def spend(records: int, cpu_us: float, wait_us: float) -> None:
-    """Burn `records * cpu_us` of real CPU on this thread, then wait `records * wait_us`."""
-    if records <= 0:
-        return
-    if cpu_us > 0:
-        deadline = time.thread_time() + records * cpu_us / US
-        x = 0
-        while time.thread_time() < deadline:
-            x += 1
-    if wait_us > 0:
-        time.sleep(records * wait_us / US)
-
-
-# ---- the transformations (pure Arrow) -------------------------------------------------------------------------
-def parse_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Decode the payload's first four bytes (little endian) into the event's value."""
-    payload = batch.column("payload")
-    width = 8 if pa.types.is_large_binary(payload.type) else 4
-    offsets = np.frombuffer(payload.buffers()[1], dtype=np.int64 if width == 8 else np.int32,
-                            count=len(payload) + 1, offset=payload.offset * width)
-    data = np.frombuffer(payload.buffers()[2], dtype=np.uint8)
-    idx = offsets[:-1, None] + np.arange(4)[None, :]
-    value = np.ascontiguousarray(data[idx]).view("<u4").reshape(-1).astype(np.int64)
-    return pa.RecordBatch.from_arrays(
-        [batch.column("event_id"), batch.column("arrival_ts"), batch.column("key"), pa.array(value, pa.int64())],
-        names=["event_id", "arrival_ts", "key", "value"],
-    )
-
-
-def enrich_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Join each key with its reference data (region, weight): a deterministic lookup table by key."""
-    key = batch.column("key").to_numpy(zero_copy_only=False)
-    region = (key % 16).astype(np.int32)
-    weight = 1.0 + (key % 7) / 10.0
-    weighted = batch.column("value").to_numpy(zero_copy_only=False) * weight
-    return pa.RecordBatch.from_arrays(
-        list(batch.columns) + [pa.array(region, pa.int32()), pa.array(weighted, pa.float64())],
-        names=list(batch.schema.names) + ["region", "weighted"],
-    )
-
-
-def window_partials(table: pa.Table, window_s: float) -> pa.Table:
-    """Per (tumbling window, key) partial aggregates of one task's records."""
-    window_us = int(window_s * US)
-    arrival_us = pc.cast(table.column("arrival_ts"), pa.int64())
-    start = pc.multiply(pc.divide(arrival_us, window_us), window_us)  # integer division
-    t = pa.table(
-        {"window_start_us": start, "key": table.column("key"), "weighted": table.column("weighted"),
-         "arrival_us": arrival_us, "event_id": table.column("event_id")}
-    )
-    g = t.group_by(["window_start_us", "key"]).aggregate(
-        [("event_id", "count"), ("weighted", "sum"), ("arrival_us", "min"), ("arrival_us", "max"), ("event_id", "sum")]
-    )
-    return pa.table(
-        {
-            "window_start_us": g.column("window_start_us"),
-            "key": g.column("key"),
-            "events": g.column("event_id_count"),
-            "value_sum": g.column("weighted_sum"),
-            "first_arrival_us": g.column("arrival_us_min"),
-            "last_arrival_us": g.column("arrival_us_max"),
-            "event_id_sum": g.column("event_id_sum"),
-        }
-    )
-
-
-# ---- operators as mapInArrow functions ------------------------------------------------------------------------
-def _count_events(batch: pa.RecordBatch) -> tuple[int, int]:
-    """(events represented, sum of their ids): rows for raw events, the partial's counts after aggregation."""
-    if "events" in batch.schema.names:
-        return int(pc.sum(batch.column("events")).as_py() or 0), int(pc.sum(batch.column("event_id_sum")).as_py() or 0)
-    return batch.num_rows, int(pc.sum(batch.column("event_id")).as_py() or 0)
-
-
-def make_operator(op: OperatorSpec, window_s: float, stats=None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function of one operator; with `stats` (an accumulator) it reports its task's metrics."""
-    cpu_us, wait_us, kind = op.cpu_us, op.wait_us, op.kind
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        start_wall = time.time()
-        start = time.perf_counter()
-        records_in = records_out = events_out = id_sum_out = 0
-        if kind == "window_aggregate":
-            # the whole task's input forms the partials, so each (window, key) is emitted once per task
-            pending = list(batches)
-            records_in = sum(b.num_rows for b in pending)
-            spend(records_in, cpu_us, wait_us)
-            outputs = []
-            if records_in:
-                outputs = window_partials(pa.Table.from_batches(pending), window_s).to_batches()
-        else:
-            outputs = []
-            for batch in batches:
-                records_in += batch.num_rows
-                spend(batch.num_rows, cpu_us, wait_us)
-                if kind == "parse":
-                    batch = parse_batch(batch)
-                elif kind == "enrich":
-                    batch = enrich_batch(batch)
-                outputs.append(batch)
-        for batch in outputs:
-            records_out += batch.num_rows
-            if stats is not None:
-                e, s = _count_events(batch)
-                events_out += e
-                id_sum_out += s
-        busy = time.perf_counter() - start
-        if stats is not None:
-            stats.add(task_stats(records_in, records_out, events_out, id_sum_out, busy, start_wall))
-        yield from outputs
-
-    return run
-
-
-# ---- per-operator task statistics, merged by a Spark accumulator ----------------------------------------------
-# (records_in, records_out, events_out, event_id_sum_out, busy_s, tasks, max_task_s, first_start, last_end)
-EMPTY_STATS = (0, 0, 0, 0, 0.0, 0, 0.0, float("inf"), float("-inf"))
-
-
-def task_stats(records_in, records_out, events_out, id_sum_out, busy_s, start_wall) -> tuple:
-    return (records_in, records_out, events_out, id_sum_out, busy_s, 1, busy_s, start_wall, start_wall + busy_s)
-
-
-def merge_stats(a: tuple, b: tuple) -> tuple:
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5],
-            max(a[6], b[6]), min(a[7], b[7]), max(a[8], b[8]))

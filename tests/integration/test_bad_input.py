@@ -1,5 +1,4 @@
 """Bad input: one line naming the culprit, exit code 2, nothing started and nothing recorded."""
-import os
 
 import pytest
 

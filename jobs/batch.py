@@ -1,0 +1,164 @@
+"""The foreachBatch function of an experiment run: run the operators at their current degrees, measure the batch,
+ask the control loop for the next degrees.
+
+A decision taken after batch k is in force in batch k+1: the degrees are read once when a batch starts and the
+loop's answer is stored for the next one, so no query restart is ever needed to change parallelism.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from controllers.loop import ControlLoop
+from controllers.types import Snapshot
+from jobs.config import RunConfig
+from jobs.metrics import OperatorStats, ProcessSampler, StageTasks
+from jobs.operators import apply_operators
+from jobs.recorder import RunRecorder
+from jobs.summary import LatencyHistogram
+from workloads import Schedule
+
+US = 1_000_000
+
+
+class RunFailed(RuntimeError):
+    """The run cannot go on (an induced failure, or a broken invariant such as a gap in the events read)."""
+
+
+class BatchProcessor:
+    """The foreachBatch function: run the operators at their current degrees, measure, decide."""
+
+    def __init__(self, config: RunConfig, spark, schedule: Schedule, loop: ControlLoop, output: Path,
+                 recorder: RunRecorder, progress: Callable[[dict], None]):
+        self.config = config
+        self.topology = config.topo
+        self.ops = self.topology.names
+        self.spark = spark
+        self.schedule = schedule
+        self.loop = loop
+        self.anchor_us: int | None = None  # set once the query is up (schedule time 0)
+        self.output = output
+        self.recorder = recorder
+        self.progress = progress
+        self.stats = OperatorStats(spark.sparkContext, self.ops)
+        self.stage_tasks = StageTasks(spark.sparkContext)
+        self.sampler = ProcessSampler()
+        self.sampler.sample()
+        self.histogram = LatencyHistogram()
+        self.within_slo = 0
+        self.next_event = 0
+        self.prev_end_s = None
+        self.due_at_prev_end = 0
+        self.rows: list[dict[str, Any]] = []
+        self.startup_batches = 0
+        self.first_spark_batch: int | None = None
+        self.committed: dict[int, tuple[int, int]] = {}  # batch -> (first event, events read)
+        self.lock = threading.Lock()
+
+    def __call__(self, df, spark_batch_id: int) -> None:
+        if self.anchor_us is None:
+            # Spark always runs a first batch when a query starts, before the clock (anchor) exists. The source
+            # serves no events until the anchor file is written, and the anchor is set here before that file,
+            # so this batch is empty by construction: nothing to measure or decide. It still runs the operators
+            # and the writer once, on no rows, so that the first measured batch does not pay their start-up.
+            self.startup_batches += 1
+            warm = self.output.parent / "warm-up"
+            apply_operators(df, self.topology, self.loop.degrees).write.mode("overwrite").parquet(str(warm))
+            return
+        if self.first_spark_batch is None:
+            self.first_spark_batch = spark_batch_id
+        # Measured batches are numbered from 0, like the plant model's: the controller sees the same ids either way.
+        batch_id = spark_batch_id - self.first_spark_batch
+        if self.config.fail_at_batch is not None and batch_id >= self.config.fail_at_batch:
+            raise RunFailed(f"induced failure at batch {batch_id} (--fail-at-batch {self.config.fail_at_batch})")
+        start = time.time()
+        degrees = dict(self.loop.degrees)
+        self.stats.reset()
+        group = self.stage_tasks.start(spark_batch_id)
+        out = apply_operators(df, self.topology, degrees, self.stats.accumulators)
+        # one folder per Spark batch id, overwritten as a whole: a batch replayed from the checkpoint rewrites
+        # its own output instead of adding to it (idempotent sink)
+        out.write.mode("overwrite").parquet(str(self.output / f"batch_id={spark_batch_id}"))
+        end = time.time()
+        self._after_batch(batch_id, spark_batch_id, start, end, degrees, group)
+
+    def _after_batch(self, batch_id: int, spark_batch_id: int, start: float, end: float, degrees: dict[str, int],
+                     group: str) -> None:
+        ops = self.stats.read(degrees)
+        first = self.next_event
+        n = ops[0].records_in
+        stop = first + n
+        parse_raw, sink_raw = self.stats.raw(self.ops[0]), self.stats.raw(self.ops[-1])
+        expected_id_sum = n * first + n * (n - 1) // 2
+        if parse_raw[3] != expected_id_sum:
+            raise RunFailed(f"batch {batch_id}: events read are not the contiguous range [{first}, {stop})")
+        self.committed[spark_batch_id] = (first, n)
+        self.next_event = stop
+
+        end_us = int(end * US) - self.anchor_us
+        arrivals_us = self.schedule.arrival_us(first, stop)
+        latencies = (end_us - arrivals_us) / US
+        self.histogram.add(latencies)
+        within = int(np.count_nonzero(latencies <= self.config.slo_latency_s))
+        self.within_slo += within
+        due_now = self.schedule.count_due(end_us)
+        time_s = end_us / US
+        interval = time_s - self.prev_end_s if self.prev_end_s is not None else end - start
+        observed = self.stage_tasks.per_operator(group, self.ops)
+        cpu, mem = self.sampler.sample()
+        p50, p95, p99 = (np.percentile(latencies, [50, 95, 99]) if n else (None, None, None))
+        snapshot = Snapshot(
+            batch_id=batch_id, time_s=time_s, trigger_interval_s=self.config.trigger_s,
+            batch_duration_s=end - start, interval_s=interval, arrivals=due_now - self.due_at_prev_end,
+            records_read=n, backlog=due_now - stop,
+            latency_p50_s=_f(p50), latency_p95_s=_f(p95), latency_p99_s=_f(p99),
+            operators=ops, max_degree=self.config.max_degree, cpu_percent=cpu, memory_mb=mem,
+        )
+        new_degrees = self.loop.step(snapshot)
+        decision = self.loop.log[-1]
+        row: dict[str, Any] = {
+            "batch_id": batch_id, "spark_batch_id": spark_batch_id, "start_s": start - self.anchor_us / US, "time_s": time_s,
+            "batch_duration_s": end - start, "interval_s": interval, "first_event": first,
+            "records_read": n, "records_out": int(sink_raw[2]), "arrivals": snapshot.arrivals,
+            "backlog": snapshot.backlog, "offered_rate": snapshot.arrivals / interval if interval > 0 else None,
+            "processed_rate": n / interval if interval > 0 else None,
+            "latency_p50_s": _f(p50), "latency_p95_s": _f(p95), "latency_p99_s": _f(p99),
+            "latency_max_s": float(latencies.max()) if n else None, "within_slo": within,
+            "cpu_percent": cpu, "memory_mb": mem,
+            "decision_changed": int(decision.changed), "decision_accepted": int(decision.accepted),
+        }
+        for op in ops:
+            row[f"degree_{op.name}"] = op.degree
+            row[f"tasks_{op.name}"] = observed.get(op.name, op.tasks)
+            row[f"records_in_{op.name}"] = op.records_in
+            row[f"records_out_{op.name}"] = op.records_out
+            row[f"busy_s_{op.name}"] = op.busy_s
+            row[f"span_s_{op.name}"] = op.span_s
+            row[f"max_task_s_{op.name}"] = op.max_task_s
+            row[f"next_degree_{op.name}"] = new_degrees[op.name]
+        with self.lock:
+            self.rows.append(row)
+        self.prev_end_s = time_s
+        self.due_at_prev_end = due_now
+        self.recorder.log_metrics_async({k: v for k, v in row.items() if k not in ("batch_id", "spark_batch_id") and isinstance(v, (int, float))}, step=batch_id)
+        self.progress(row)
+
+
+def _f(x) -> float | None:
+    return None if x is None else float(x)
+
+
+def format_progress(row: dict[str, Any], ops: tuple[str, ...]) -> str:
+    degrees = " ".join(f"{op}={row[f'degree_{op}']}" for op in ops)
+    nxt = {op: row[f"next_degree_{op}"] for op in ops if row[f"next_degree_{op}"] != row[f"degree_{op}"]}
+    change = ("  -> " + " ".join(f"{k}={v}" for k, v in nxt.items())) if nxt else ""
+    return (
+        f"batch {row['batch_id']:>4}  t={row['time_s']:6.1f}s  arrival {row['offered_rate'] or 0:8.0f}/s  "
+        f"processed {row['processed_rate'] or 0:8.0f}/s  backlog {row['backlog']:>7}  "
+        f"latency p50 {row['latency_p50_s'] or 0:6.2f}s p99 {row['latency_p99_s'] or 0:6.2f}s  "
+        f"degrees {degrees}{change}"
+    )

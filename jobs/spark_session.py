@@ -1,0 +1,75 @@
+"""Starting Spark for an experiment run: the project's code shipped to the Python workers, the settings the
+measurements depend on, and a warm-up so that start-up costs are paid before the clock starts.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+from jobs.config import RunConfig
+from jobs.operators import apply_operators
+from jobs.recorder import REPO_ROOT
+from jobs.topology import Topology
+
+PACKAGES = ("controllers", "jobs", "workloads")
+
+
+def package_code(dest: Path) -> Path:
+    """Zip the project's packages so Spark's Python workers (local or on a cluster) can import them."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
+        for pkg in PACKAGES:
+            for path in sorted((REPO_ROOT / pkg).rglob("*")):
+                if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
+                    zf.write(path, path.relative_to(REPO_ROOT))
+    return dest
+
+
+def spark_settings(config: RunConfig) -> dict[str, str]:
+    """Settings the measurements depend on; recorded with the run."""
+    return {
+        # AQE would coalesce or split shuffle partitions and so override the controller's degrees
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.shuffle.partitions": str(config.max_degree),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+        "spark.python.worker.reuse": "true",
+        "spark.sql.streaming.metricsEnabled": "true",
+    }
+
+
+def start_spark(config: RunConfig, code_zip: Path):
+    # The Python workers must run this interpreter (with pyarrow, numpy) and import the project's packages,
+    # including the data source planner process, which only sees PYTHONPATH and spark.submit.pyFiles.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    paths = [str(code_zip)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    if (config.master or "").startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local run binds to loopback only
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(f"elastic-{config.controller}-{config.spec.name}")
+    if config.master:
+        builder = builder.master(config.master)
+    for k, v in spark_settings(config).items():
+        builder = builder.config(k, v)
+    builder = builder.config("spark.submit.pyFiles", str(code_zip))
+    log4j = Path(__file__).with_name("log4j2.properties")
+    builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.addPyFile(str(code_zip))
+    from jobs.replay_source import ReplayDataSource
+
+    spark.dataSource.register(ReplayDataSource)
+    return spark
+
+
+def warm_up(spark, spec_json: str, topology: Topology, degree: int, scratch: Path) -> None:
+    """Read a few thousand events through the replay source, run the operators on them and write them as the sink
+    does, so Python workers, the source's generator and the writer have started before the clock starts."""
+    df = spark.read.format("workload_replay").option("spec", spec_json).option("stop", "4000").load()
+    apply_operators(df, topology, {op: degree for op in topology.names}).write.mode("overwrite").parquet(str(scratch))
