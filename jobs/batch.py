@@ -108,7 +108,6 @@ class BatchProcessor:
         due_now = self.schedule.count_due(end_us)
         time_s = end_us / US
         interval = time_s - self.prev_end_s if self.prev_end_s is not None else end - start
-        observed = self.stage_tasks.per_operator(group, self.ops)
         cpu, mem = self.sampler.sample()
         p50, p95, p99 = (np.percentile(latencies, [50, 95, 99]) if n else (None, None, None))
         snapshot = Snapshot(
@@ -133,7 +132,7 @@ class BatchProcessor:
         }
         for op in ops:
             row[f"degree_{op.name}"] = op.degree
-            row[f"tasks_{op.name}"] = observed.get(op.name, op.tasks)
+            row[f"tasks_{op.name}"] = op.tasks  # replaced by the stages' task counts once looked up
             row[f"records_in_{op.name}"] = op.records_in
             row[f"records_out_{op.name}"] = op.records_out
             row[f"busy_s_{op.name}"] = op.busy_s
@@ -144,8 +143,22 @@ class BatchProcessor:
             self.rows.append(row)
         self.prev_end_s = time_s
         self.due_at_prev_end = due_now
-        self.recorder.log_metrics_async({k: v for k, v in row.items() if k not in ("batch_id", "spark_batch_id") and isinstance(v, (int, float))}, step=batch_id)
+        self.stage_tasks.per_operator_later(group, self.ops, lambda observed: self._observed(row, observed))
+        self.recorder.log_metrics_async({k: v for k, v in row.items() if k not in ("batch_id", "spark_batch_id")
+                                         and not k.startswith("tasks_") and isinstance(v, (int, float))},
+                                        step=batch_id)
         self.progress(row)
+
+    def _observed(self, row: dict[str, Any], observed: dict[str, int]) -> None:
+        """The number of tasks Spark ran for each operator's stage: the degree actually in force."""
+        with self.lock:
+            for op, tasks in observed.items():
+                row[f"tasks_{op}"] = tasks
+        self.recorder.log_metrics_async({f"tasks_{op}": t for op, t in observed.items()}, step=row["batch_id"])
+
+    def close(self) -> None:
+        """Wait for the background lookups, so the rows are complete."""
+        self.stage_tasks.wait()
 
 
 def _f(x) -> float | None:

@@ -178,6 +178,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
 def _finish(config: RunConfig, recorder: RunRecorder, processor: BatchProcessor, schedule: Schedule,
             listener: ProgressListener, output: Path, drained: bool,
             cores: int, log: Callable[[str], None]) -> dict[str, Any]:
+    processor.close()
     rows = list(processor.rows)
     batches = pd.DataFrame(rows)
     progress = listener.snapshot()

@@ -7,7 +7,9 @@ stage, which is how the reconfiguration delay is measured rather than assumed.
 from __future__ import annotations
 
 import threading
-from typing import Any
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
 
 import psutil
 from pyspark import AccumulatorParam, SparkContext
@@ -58,6 +60,9 @@ class StageTasks:
     def __init__(self, sc: SparkContext):
         self.sc = sc
         self.tracker = sc.statusTracker()
+        # The lookups (a dozen JVM calls, ~20 ms) run on their own thread: the next batch must not wait for them.
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage-tasks")
+        self._pending: list[Future] = []
 
     def start(self, batch_id: int) -> str:
         group = f"replay-batch-{batch_id}"
@@ -78,6 +83,16 @@ class StageTasks:
         if len(stages) < len(operators):
             return {}
         return {op: tasks for op, (_, tasks) in zip(operators, stages)}
+
+    def per_operator_later(self, group: str, operators: tuple[str, ...],
+                           done: Callable[[dict[str, int]], None]) -> None:
+        """Look the task counts up in the background and hand them to `done`; `wait()` collects them all."""
+        self._pending.append(self._pool.submit(lambda: done(self.per_operator(group, operators))))
+
+    def wait(self) -> None:
+        for future in self._pending:
+            future.result()
+        self._pending.clear()
 
 
 class ProgressListener(StreamingQueryListener):
@@ -127,16 +142,23 @@ class ProcessSampler:
     """CPU (percent of one core, summed) and resident memory of this driver and every process it started
     (the JVM, the Python workers)."""
 
+    REFRESH_S = 5.0  # how often the process tree is walked again (new Python workers appear on scale-up)
+
     def __init__(self):
         self.root = psutil.Process()
         self._known: dict[int, psutil.Process] = {}
+        self._tree: list[psutil.Process] = []
+        self._tree_at = float("-inf")
 
     def sample(self) -> tuple[float, float]:
-        procs = [self.root]
-        try:
-            procs += self.root.children(recursive=True)
-        except psutil.Error:
-            pass
+        now = time.monotonic()
+        if now - self._tree_at >= self.REFRESH_S:
+            try:
+                self._tree = self.root.children(recursive=True)
+            except psutil.Error:
+                self._tree = []
+            self._tree_at = now
+        procs = [self.root] + self._tree
         cpu = mem = 0.0
         alive = {}
         for proc in procs:

@@ -16,11 +16,11 @@ from jobs.topology import Topology
 PACKAGES = ("controllers", "jobs", "workloads")
 
 
-def package_code(dest: Path) -> Path:
+def package_code(dest: Path, packages: tuple[str, ...] = PACKAGES) -> Path:
     """Zip the project's packages so Spark's Python workers (local or on a cluster) can import them."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
-        for pkg in PACKAGES:
+        for pkg in packages:
             for path in sorted((REPO_ROOT / pkg).rglob("*")):
                 if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
                     zf.write(path, path.relative_to(REPO_ROOT))
