@@ -156,6 +156,15 @@ def overhead(spark, work: Path, degree: int, events_per_batch: int, rounds: int,
             "ratios": ratios, "rounds": rates}
 
 
+def _stop_quietly(spark, query) -> None:
+    """Stopping a query mid-batch makes Spark log the cancelled write as errors; they are expected here."""
+    spark.sparkContext.setLogLevel("OFF")
+    try:
+        query.stop()
+    finally:
+        spark.sparkContext.setLogLevel("ERROR")
+
+
 # ---- 3. source rate ----------------------------------------------------------------------------------------------
 def _noop_rate(spark, stream, warm: int, measured: int, checkpoint: Path) -> float:
     """Rows per second of trigger execution time, over `measured` batches after `warm` ones, into the noop sink
@@ -220,45 +229,58 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--degree", type=int, default=4, help="fixed degree of every operator in the overhead runs")
     p.add_argument("--events-per-batch", type=int, default=24_000, help="admitted events per batch, overhead runs")
     p.add_argument("--reconfiguration-duration", type=float, default=30.0, help="seconds of the scripted run")
+    p.add_argument("--only", choices=("reconfiguration", "overhead", "source"), action="append",
+                   help="run only this part (repeatable; default: all three)")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON here")
     args = p.parse_args(argv)
 
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench-foundation-") as tmp:
         work = Path(tmp)
-        print("1/3 reconfiguration delay (scripted run on Spark)...", flush=True)
-        results["reconfiguration"] = reconfiguration_delay(work, args.reconfiguration_duration)
+        parts = set(args.only or ("reconfiguration", "overhead", "source"))
+        if "reconfiguration" in parts:
+            print("1/3 reconfiguration delay (scripted run on Spark)...", flush=True)
+            results["reconfiguration"] = reconfiguration_delay(work, args.reconfiguration_duration)
 
         config = RunConfig(controller="static", controller_params={}, workload="constant", quiet=True).validate()
         from jobs.spark_session import PACKAGES, package_code, start_spark
 
         spark = start_spark(config, package_code(work / "bench-code.zip", PACKAGES + ("benchmarks",)))
         try:
-            print("2/3 overhead: instrumented vs bare job, saturated, alternating...", flush=True)
-            results["overhead"] = overhead(spark, work, args.degree, args.events_per_batch, args.rounds,
-                                           warm=2, measured=6)
-            print("3/3 source rate: rate-micro-batch, minimal Python source, replay into noop, alternating...", flush=True)
-            results["source"] = source_rate(spark, work, SOURCE_ROWS_PER_BATCH, args.rounds, warm=2, measured=5)
+            if "overhead" in parts:
+                print("2/3 overhead: instrumented vs bare job, saturated, alternating...", flush=True)
+                results["overhead"] = overhead(spark, work, args.degree, args.events_per_batch, args.rounds,
+                                               warm=2, measured=6)
+            if "source" in parts:
+                print("3/3 source rate: rate-micro-batch, minimal Python source, replay into noop, alternating...",
+                      flush=True)
+                results["source"] = source_rate(spark, work, SOURCE_ROWS_PER_BATCH, args.rounds, warm=2,
+                                                measured=5)
         finally:
             spark.stop()
     results["generator_events_per_s"] = generator_rate()
 
-    rc, ov, src = results["reconfiguration"], results["overhead"], results["source"]
     print()
-    print("result                                         measured          goal")
-    print(f"reconfiguration delay, batches (mean / max)    {rc['delay_mean_batches']:.2f} / {rc['delay_max_batches']:.0f}"
-          f"       <= 1      ({rc['decisions']} decisions; lost {rc['records_lost']}, duplicated "
-          f"{rc['records_duplicated']})")
-    print(f"overhead: instrumented / bare sustainable rate  {ov['ratio']:.3f}             >= 0.95   "
-          f"({ov['instrumented_events_per_s']:.0f} vs {ov['bare_events_per_s']:.0f} events/s, "
-          f"{ov['events_per_batch']} events/batch, degree {ov['degree']})")
-    print(f"  overhead ratios per round: {', '.join(f'{x:.3f}' for x in ov['ratios'])}")
-    print(f"source: replay / rate-micro-batch              {src['ratio']:.3f}             >= 0.5    "
-          f"({src['replay_events_per_s']:.3g} vs {src['rate_source_events_per_s']:.3g} events/s)")
-    print(f"source: replay / minimal Arrow Python source   {src['ratio_to_minimal']:.3f}             >= 0.5    "
-          f"({src['minimal_python_events_per_s']:.3g} events/s)")
-    print(f"replay source rate, events/s                   {src['replay_events_per_s']:.3g}           >= 1e6")
-    print(f"event generator alone (no Spark), events/s     {results['generator_events_per_s']:.3g}")
+    print("result                                           measured       goal")
+    if "reconfiguration" in results:
+        rc = results["reconfiguration"]
+        print(f"reconfiguration delay, batches (mean / max)      {rc['delay_mean_batches']:.2f} / "
+              f"{rc['delay_max_batches']:.0f}       <= 1     ({rc['decisions']} decisions; records lost "
+              f"{rc['records_lost']}, duplicated {rc['records_duplicated']})")
+    if "overhead" in results:
+        ov = results["overhead"]
+        print(f"overhead: instrumented / bare sustainable rate   {ov['ratio']:.3f}          >= 0.95  "
+              f"(medians {ov['instrumented_events_per_s']:.0f} vs {ov['bare_events_per_s']:.0f} events/s; "
+              f"{ov['events_per_batch']} events/batch, degree {ov['degree']})")
+        print(f"  per-round ratios: {', '.join(f'{x:.3f}' for x in ov['ratios'])}")
+    if "source" in results:
+        src = results["source"]
+        print(f"source: replay / rate-micro-batch (JVM)          {src['ratio']:.3f}          >= 0.5   "
+              f"({src['replay_events_per_s']:.3g} vs {src['rate_source_events_per_s']:.3g} events/s)")
+        print(f"source: replay / minimal Arrow Python source     {src['ratio_to_minimal']:.3f}          >= 0.5   "
+              f"({src['minimal_python_events_per_s']:.3g} events/s)")
+        print(f"replay source, events/s                          {src['replay_events_per_s']:.3g}        >= 1e6")
+    print(f"event generator alone (no Spark), events/s       {results['generator_events_per_s']:.3g}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

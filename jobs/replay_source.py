@@ -85,7 +85,7 @@ def event_batches(schedule, anchor_us: int, first: int, stop: int, rows: int = R
 def _binary_column(payload: np.ndarray, width: int) -> pa.Array:
     n = payload.shape[0]
     offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
-    data = np.ascontiguousarray(payload).tobytes()
+    data = np.ascontiguousarray(payload).reshape(-1)  # no copy when the payload is already contiguous
     return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
