@@ -111,7 +111,9 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         sc = spark.sparkContext
         recorder.log_params({"spark.version": spark.version, "spark.default_parallelism": sc.defaultParallelism,
                              "spark.master.effective": sc.master})
-        warm_up(spark, spec.to_json(), topology, min(config.max_degree, sc.defaultParallelism), output / "warm-up")
+        schedule_state = schedule.state()
+        warm_up(spark, spec.to_json(), schedule_state, topology, min(config.max_degree, sc.defaultParallelism),
+                output / "warm-up")
 
         listener = ProgressListener()
         spark.streams.addListener(listener)
@@ -122,6 +124,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         stream = (
             spark.readStream.format("workload_replay")
             .option("spec", spec.to_json())
+            .option("schedule_state", schedule_state)
             .option("anchor_file", str(anchor_file))
             .option("partitions", str(config.source_partitions))
             .load()

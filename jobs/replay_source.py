@@ -17,6 +17,7 @@ Python workers up with it before the clock starts, and the benchmark measures th
 
 Options (all strings, as Spark passes them):
   spec          the workload spec as canonical JSON (WorkloadSpec.to_json())
+  schedule_state  optional Schedule.state() from the driver: per-bucket counts, so workers need no trace files
   anchor_us     schedule time 0 as epoch microseconds, if known when the query is defined
   anchor_file   or: a JSON file {"anchor_us": ...} that the job writes once the query is up; until it exists the
                 source reports no data. This keeps query start-up (seconds) out of the measured latencies.
@@ -57,11 +58,15 @@ class EventRange(InputPartition):
     anchor_us: int
 
 
-def _schedule_from_json(spec_json: str):
+def _schedule_from_options(options: dict[str, str]):
+    """The schedule from the spec JSON and, when given, the driver's per-bucket state (so workers never need the
+    trace files a workload was built from)."""
     from workloads.schedule import Schedule
     from workloads.spec import parse_workload
 
-    return Schedule(parse_workload(json.loads(spec_json), source="replay source option 'spec'"))
+    spec = parse_workload(json.loads(options["spec"]), source="replay source option 'spec'", check_traces=False)
+    state = options.get("schedule_state")
+    return Schedule.from_state(spec, state) if state else Schedule(spec)
 
 
 def event_batches(schedule, anchor_us: int, first: int, stop: int, rows: int = RECORD_BATCH_ROWS):
@@ -91,7 +96,7 @@ def _binary_column(payload: np.ndarray, width: int) -> pa.Array:
 
 class ReplayStreamReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]):
-        self.spec_json = options["spec"]
+        self.options = {k: options[k] for k in ("spec", "schedule_state") if options.get(k)}
         self.anchor_us = int(options["anchor_us"]) if options.get("anchor_us") else None
         self.anchor_file = options.get("anchor_file")
         if self.anchor_us is None and not self.anchor_file:
@@ -104,7 +109,7 @@ class ReplayStreamReader(DataSourceStreamReader):
     @property
     def schedule(self):
         if self._schedule is None:
-            self._schedule = _schedule_from_json(self.spec_json)
+            self._schedule = _schedule_from_options(self.options)
         return self._schedule
 
     def initialOffset(self) -> dict:
@@ -156,7 +161,7 @@ class ReplayBatchReader(DataSourceReader):
     """A fixed range of events [first, stop) in `partitions` read tasks, anchored at `anchor_us` (default 0)."""
 
     def __init__(self, options: dict[str, str]):
-        self.spec_json = options["spec"]
+        self.options = {k: options[k] for k in ("spec", "schedule_state") if options.get(k)}
         self.anchor_us = int(options.get("anchor_us") or 0)
         self.partitions_count = max(1, int(options.get("partitions", "2")))
         self.first = int(options.get("first", "0"))
@@ -166,7 +171,7 @@ class ReplayBatchReader(DataSourceReader):
     @property
     def schedule(self):
         if self._schedule is None:
-            self._schedule = _schedule_from_json(self.spec_json)
+            self._schedule = _schedule_from_options(self.options)
         return self._schedule
 
     def partitions(self):

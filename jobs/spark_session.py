@@ -68,8 +68,9 @@ def start_spark(config: RunConfig, code_zip: Path):
     return spark
 
 
-def warm_up(spark, spec_json: str, topology: Topology, degree: int, scratch: Path) -> None:
+def warm_up(spark, spec_json: str, schedule_state: str, topology: Topology, degree: int, scratch: Path) -> None:
     """Read a few thousand events through the replay source, run the operators on them and write them as the sink
     does, so Python workers, the source's generator and the writer have started before the clock starts."""
-    df = spark.read.format("workload_replay").option("spec", spec_json).option("stop", "4000").load()
+    df = (spark.read.format("workload_replay").option("spec", spec_json).option("schedule_state", schedule_state)
+          .option("stop", "4000").load())
     apply_operators(df, topology, {op: degree for op in topology.names}).write.mode("overwrite").parquet(str(scratch))

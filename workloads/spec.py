@@ -7,18 +7,27 @@ The run records the spec verbatim, so a result can always be traced back to the 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import os
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import yaml
 
-from workloads.profiles import resolve_profile
+from workloads.profiles import ProfileContext, resolve_profile
+from workloads.traces import TraceError, load_trace, window_counts
 
 CATALOGUE_DIR = Path(__file__).resolve().parent / "catalogue"
 
-_TOP_LEVEL_FIELDS = {"name", "description", "profile", "params", "duration_s", "bucket_s", "seed", "keys", "payload_bytes"}
-_KEY_FIELDS = {"count", "distribution"}
+_TOP_LEVEL_FIELDS = {"name", "description", "profile", "params", "trace", "streams", "duration_s", "bucket_s", "seed",
+                     "arrivals", "noise", "keys", "payload_bytes"}
+_STREAM_FIELDS = {"name", "profile", "params", "trace", "keys"}
+_KEY_FIELDS = {"count", "distribution", "zipf_s", "hot_key_drift_s"}
+_TRACE_FIELDS = {"name", "path", "start_s", "length_s", "compression", "rate_scale", "trace_bucket_s", "sha256"}
+_NOISE_FIELDS = {"sigma", "step_s"}
+ARRIVALS = ("even", "poisson")
+KEY_DISTRIBUTIONS = ("uniform", "zipf")
 
 
 class WorkloadError(ValueError):
@@ -29,38 +38,127 @@ class WorkloadError(ValueError):
 class KeySpec:
     count: int = 1000
     distribution: str = "uniform"
+    zipf_s: float = 1.1  # Zipf exponent (project's default: a moderately skewed key space)
+    hot_key_drift_s: float = 0.0  # every this many seconds the hottest keys move to other keys; 0: never
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    """A window of a real trace, replayed `compression` times faster with each bucket's count times `rate_scale`."""
+    ref: str  # trace name (folder under the traces directory) or path to a rate.csv
+    start_s: float
+    length_s: float  # trace seconds (resolved at parse time when the spec leaves it open)
+    compression: float = 1.0
+    rate_scale: float = 1.0
+    trace_bucket_s: float = 1.0  # read from the file at parse time
+    sha256: str = ""
+
+    @property
+    def bucket_s(self) -> float:
+        return self.trace_bucket_s / self.compression
+
+    @property
+    def duration_s(self) -> float:
+        return self.length_s / self.compression
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """One independent sub-stream: its own rate (profile or trace) and its own key range."""
+    name: str
+    profile: str | None
+    params: Mapping[str, Any]
+    trace: TraceSpec | None
+    keys: KeySpec
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    sigma: float  # standard deviation of log(rate multiplier); the multiplier has mean 1
+    step_s: float = 1.0  # one draw per this many seconds
 
 
 @dataclass(frozen=True)
 class WorkloadSpec:
     name: str
-    profile: str
-    params: Mapping[str, float]
+    streams: tuple[StreamSpec, ...]
     duration_s: float
     bucket_s: float = 1.0
     seed: int = 0
-    keys: KeySpec = field(default_factory=KeySpec)
+    arrivals: str = "even"
+    noise: NoiseSpec | None = None
     payload_bytes: int = 32
     description: str = ""
+    multi_stream: bool = False  # written with `streams:` (else the single stream's fields are top-level)
+
+    # ---- the single-stream view most code needs ------------------------------------------------------------
+    @property
+    def profile(self) -> str:
+        return self.streams[0].profile or "trace" if not self.multi_stream else "streams"
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        return self.streams[0].params if not self.multi_stream else {}
+
+    @property
+    def keys(self) -> KeySpec:
+        return self.streams[0].keys
+
+    @property
+    def total_keys(self) -> int:
+        return sum(s.keys.count for s in self.streams)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["params"] = dict(self.params)
+        """The spec in its written form (fully resolved: defaults filled in), which parse_workload accepts back."""
+        d: dict[str, Any] = {"name": self.name, "description": self.description, "duration_s": self.duration_s,
+                             "bucket_s": self.bucket_s, "seed": self.seed, "arrivals": self.arrivals,
+                             "payload_bytes": self.payload_bytes}
+        if self.noise is not None:
+            d["noise"] = asdict(self.noise)
+        streams = [_stream_to_dict(s) for s in self.streams]
+        if self.multi_stream:
+            d["streams"] = streams
+        else:
+            single = streams[0]
+            single.pop("name", None)
+            d.update(single)
         return d
 
     def to_json(self) -> str:
         """Canonical JSON: the form passed to Spark workers and hashed for identity."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
-    def with_overrides(self, **changes: Any) -> "WorkloadSpec":
+    def with_overrides(self, duration_s: float | None = None, seed: int | None = None) -> "WorkloadSpec":
         d = self.to_dict()
-        d.update({k: v for k, v in changes.items() if v is not None})
+        if seed is not None:
+            d["seed"] = seed
+        if duration_s is not None:
+            d["duration_s"] = duration_s
+            # a trace's window follows the duration: length in trace time = duration x compression
+            for stream in d.get("streams", [d]):
+                if "trace" in stream:
+                    stream["trace"]["length_s"] = duration_s * stream["trace"].get("compression", 1.0)
         return parse_workload(d, source="<overrides>")
+
+
+def _stream_to_dict(s: StreamSpec) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": s.name, "keys": asdict(s.keys)}
+    if s.trace is not None:
+        t = s.trace
+        d["trace"] = {"name" if os.sep not in t.ref and not t.ref.endswith(".csv") else "path": t.ref,
+                      "start_s": t.start_s, "length_s": t.length_s, "compression": t.compression,
+                      "rate_scale": t.rate_scale, "trace_bucket_s": t.trace_bucket_s, "sha256": t.sha256}
+    else:
+        d["profile"] = s.profile
+        d["params"] = dict(s.params)
+    return d
 
 
 def _number(value: Any, where: str, *, minimum: float, strict: bool = False, integer: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise WorkloadError(f"{where} must be a number, got {value!r}")
+    if not np.isfinite(value):
+        raise WorkloadError(f"{where} must be finite, got {value!r}")
     if integer and int(value) != value:
         raise WorkloadError(f"{where} must be a whole number, got {value!r}")
     if (strict and not value > minimum) or (not strict and value < minimum):
@@ -68,53 +166,154 @@ def _number(value: Any, where: str, *, minimum: float, strict: bool = False, int
     return value
 
 
-def parse_workload(raw: Mapping[str, Any], source: str = "<dict>") -> WorkloadSpec:
-    """Validate a raw mapping into a WorkloadSpec. `source` names where it came from, for the messages."""
+def _mapping(raw: Any, where: str, allowed: set[str]) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise WorkloadError(f"{where} must be a mapping, got {raw!r}")
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise WorkloadError(f"{where}: unknown field(s) {', '.join(unknown)}; expected: {', '.join(sorted(allowed))}")
+    return raw
+
+
+def _parse_keys(raw: Any, where: str) -> KeySpec:
+    keys = _mapping(raw, where, _KEY_FIELDS)
+    count = int(_number(keys.get("count", 1000), f"{where}.count", minimum=1, integer=True))
+    distribution = keys.get("distribution", "uniform")
+    if distribution not in KEY_DISTRIBUTIONS:
+        raise WorkloadError(f"{where}.distribution must be one of {', '.join(KEY_DISTRIBUTIONS)}, got {distribution!r}")
+    zipf_s = float(_number(keys.get("zipf_s", 1.1), f"{where}.zipf_s", minimum=0, strict=True))
+    drift = float(_number(keys.get("hot_key_drift_s", 0.0), f"{where}.hot_key_drift_s", minimum=0))
+    return KeySpec(count, distribution, zipf_s, drift)
+
+
+def _parse_trace(raw: Any, where: str, check: bool) -> TraceSpec:
+    t = _mapping(raw, where, _TRACE_FIELDS)
+    refs = [t[k] for k in ("name", "path") if k in t]
+    if len(refs) != 1 or not isinstance(refs[0], str):
+        raise WorkloadError(f"{where}: give exactly one of 'name' (a trace folder) or 'path' (a rate.csv)")
+    ref = refs[0]
+    start = float(_number(t.get("start_s", 0.0), f"{where}.start_s", minimum=0))
+    compression = float(_number(t.get("compression", 1.0), f"{where}.compression", minimum=0, strict=True))
+    scale = float(_number(t.get("rate_scale", 1.0), f"{where}.rate_scale", minimum=0, strict=True))
+    length = t.get("length_s")
+    if length is not None:
+        length = float(_number(length, f"{where}.length_s", minimum=0, strict=True))
+    if not check:  # on Spark workers: the driver validated the file and passes the counts
+        return TraceSpec(ref, start, length, compression, scale, float(t.get("trace_bucket_s", 1.0)),
+                         str(t.get("sha256", "")))
+    try:
+        trace = load_trace(ref)
+        counts = window_counts(trace, start, length, where)
+    except TraceError as exc:
+        raise WorkloadError(str(exc)) from None
+    if t.get("sha256") and t["sha256"] != trace.sha256:
+        raise WorkloadError(f"{where}: {trace.path} has changed since this spec was recorded (sha256 "
+                            f"{trace.sha256[:12]}..., spec pins {str(t['sha256'])[:12]}...)")
+    return TraceSpec(ref, start, len(counts) * trace.bucket_s, compression, scale, trace.bucket_s, trace.sha256)
+
+
+def _parse_stream(raw: Mapping[str, Any], where: str, index: int, default_name: str, check: bool) -> StreamSpec:
+    has_trace, has_profile = "trace" in raw, "profile" in raw
+    if has_trace == has_profile:
+        raise WorkloadError(f"{where}: give exactly one of 'profile' (with 'params') or 'trace'")
+    keys = _parse_keys(raw.get("keys"), f"{where}: field 'keys'")
+    name = str(raw.get("name", default_name))
+    if has_trace:
+        if raw.get("params"):
+            raise WorkloadError(f"{where}: 'params' belongs to a profile; a trace takes its options inside 'trace'")
+        return StreamSpec(name, None, {}, _parse_trace(raw["trace"], f"{where}: field 'trace'", check), keys)
+    profile = raw["profile"]
+    if not isinstance(profile, str):
+        raise WorkloadError(f"{where}: field 'profile' must be a profile name, got {profile!r}")
+    params = raw.get("params") or {}
+    if not isinstance(params, Mapping):
+        raise WorkloadError(f"{where}: field 'params' must be a mapping, got {params!r}")
+    try:
+        values, _ = resolve_profile(profile, params, where=f"{where}: params")
+    except ValueError as exc:
+        raise WorkloadError(str(exc)) from None
+    return StreamSpec(name, profile, values, None, keys)
+
+
+def parse_workload(raw: Mapping[str, Any], source: str = "<dict>", check_traces: bool = True) -> WorkloadSpec:
+    """Validate a raw mapping into a WorkloadSpec. `source` names where it came from, for the messages.
+    `check_traces=False` skips reading trace files (Spark workers get the counts from the driver)."""
     if not isinstance(raw, Mapping):
         raise WorkloadError(f"{source}: a workload spec must be a mapping, got {type(raw).__name__}")
     unknown = sorted(set(raw) - _TOP_LEVEL_FIELDS)
     if unknown:
         raise WorkloadError(f"{source}: unknown field(s) {', '.join(unknown)}; expected: {', '.join(sorted(_TOP_LEVEL_FIELDS))}")
-    for required in ("profile", "duration_s"):
-        if required not in raw:
-            raise WorkloadError(f"{source}: missing field {required!r}")
-    profile = raw["profile"]
-    if not isinstance(profile, str):
-        raise WorkloadError(f"{source}: field 'profile' must be a profile name, got {profile!r}")
-    params = raw.get("params") or {}
-    if not isinstance(params, Mapping):
-        raise WorkloadError(f"{source}: field 'params' must be a mapping, got {params!r}")
-    try:
-        values, _ = resolve_profile(profile, params, where=f"{source}: params")
-    except ValueError as exc:
-        raise WorkloadError(str(exc)) from None
-    duration = _number(raw["duration_s"], f"{source}: field 'duration_s'", minimum=0, strict=True)
-    bucket = _number(raw.get("bucket_s", 1.0), f"{source}: field 'bucket_s'", minimum=0.001)
+    multi = "streams" in raw
+    if multi:
+        clash = sorted({"profile", "params", "trace", "keys"} & set(raw))
+        if clash:
+            raise WorkloadError(f"{source}: field(s) {', '.join(clash)} belong inside each of 'streams'")
+        items = raw["streams"]
+        if not isinstance(items, list) or not items:
+            raise WorkloadError(f"{source}: field 'streams' must be a non-empty list")
+        streams = []
+        for i, item in enumerate(items):
+            where = f"{source}: streams[{i}]"
+            streams.append(_parse_stream(_mapping(item, where, _STREAM_FIELDS), where, i, f"s{i}", check_traces))
+        names = [s.name for s in streams]
+        if len(set(names)) != len(names):
+            raise WorkloadError(f"{source}: stream names must be unique, got {names}")
+    else:
+        single = {k: v for k, v in raw.items() if k in ("profile", "params", "trace", "keys")}
+        streams = [_parse_stream(single, source, 0, "main", check_traces)]
+    traces = [s.trace for s in streams if s.trace is not None]
+
+    duration = raw.get("duration_s")
+    if duration is None:
+        if not traces:
+            raise WorkloadError(f"{source}: missing field 'duration_s'")
+        duration = min(t.duration_s for t in traces)
+    duration = float(_number(duration, f"{source}: field 'duration_s'", minimum=0, strict=True))
+    if traces:
+        buckets = {round(t.bucket_s, 9) for t in traces}
+        if len(buckets) > 1:
+            raise WorkloadError(f"{source}: the traces' buckets after compression differ ({sorted(buckets)} s); "
+                                f"choose compressions that give them one bucket size")
+        bucket = traces[0].bucket_s
+        if "bucket_s" in raw and abs(float(raw["bucket_s"]) - bucket) > 1e-9:
+            raise WorkloadError(f"{source}: field 'bucket_s' ({raw['bucket_s']}) contradicts the trace's bucket after "
+                                f"compression ({bucket:g} s); leave it out")
+        for t in traces:
+            if t.duration_s + 1e-9 < duration:
+                raise WorkloadError(f"{source}: duration_s {duration:g} is longer than the trace window "
+                                    f"({t.length_s:g} s of trace / compression {t.compression:g} = {t.duration_s:g} s)")
+    else:
+        bucket = float(_number(raw.get("bucket_s", 1.0), f"{source}: field 'bucket_s'", minimum=0.001))
     if bucket > duration:
-        raise WorkloadError(f"{source}: field 'bucket_s' ({bucket}) must not exceed duration_s ({duration})")
+        raise WorkloadError(f"{source}: the bucket ({bucket:g} s) must not exceed duration_s ({duration:g})")
     seed = int(_number(raw.get("seed", 0), f"{source}: field 'seed'", minimum=0, integer=True))
     payload = int(_number(raw.get("payload_bytes", 32), f"{source}: field 'payload_bytes'", minimum=8, integer=True))
-    keys_raw = raw.get("keys") or {}
-    if not isinstance(keys_raw, Mapping):
-        raise WorkloadError(f"{source}: field 'keys' must be a mapping, got {keys_raw!r}")
-    unknown_keys = sorted(set(keys_raw) - _KEY_FIELDS)
-    if unknown_keys:
-        raise WorkloadError(f"{source}: unknown field(s) keys.{', keys.'.join(unknown_keys)}; expected: {', '.join(sorted(_KEY_FIELDS))}")
-    key_count = int(_number(keys_raw.get("count", 1000), f"{source}: field 'keys.count'", minimum=1, integer=True))
-    distribution = keys_raw.get("distribution", "uniform")
-    if distribution != "uniform":
-        raise WorkloadError(f"{source}: field 'keys.distribution' must be 'uniform', got {distribution!r}")
-    return WorkloadSpec(
-        name=str(raw.get("name", profile)),
-        description=str(raw.get("description", "")),
-        profile=profile,
-        params=values,
-        duration_s=float(duration),
-        bucket_s=float(bucket),
-        seed=seed,
-        keys=KeySpec(count=key_count, distribution=distribution),
-        payload_bytes=payload,
+    arrivals = raw.get("arrivals", "even")
+    if arrivals not in ARRIVALS:
+        raise WorkloadError(f"{source}: field 'arrivals' must be one of {', '.join(ARRIVALS)}, got {arrivals!r}")
+    noise = None
+    if raw.get("noise") is not None:
+        n = _mapping(raw["noise"], f"{source}: field 'noise'", _NOISE_FIELDS)
+        if "sigma" not in n:
+            raise WorkloadError(f"{source}: field 'noise' needs 'sigma' (standard deviation of the log multiplier)")
+        noise = NoiseSpec(float(_number(n["sigma"], f"{source}: field 'noise.sigma'", minimum=0)),
+                          float(_number(n.get("step_s", 1.0), f"{source}: field 'noise.step_s'", minimum=0,
+                                        strict=True)))
+    spec = WorkloadSpec(
+        name=str(raw.get("name", streams[0].profile or "trace" if not multi else "streams")),
+        streams=tuple(streams), duration_s=duration, bucket_s=float(bucket), seed=seed, arrivals=arrivals,
+        noise=noise, payload_bytes=payload, description=str(raw.get("description", "")), multi_stream=multi,
     )
+    for i, stream in enumerate(spec.streams):  # random profiles are built once here, so their errors show now
+        if stream.profile is not None:
+            try:
+                resolve_profile(stream.profile, stream.params, f"{source}: params",
+                                ProfileContext(spec.duration_s, spec.seed, i))
+            except ValueError as exc:
+                raise WorkloadError(str(exc)) from None
+    return spec
 
 
 def catalogue_names() -> list[str]:
