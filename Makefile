@@ -21,6 +21,7 @@ test: setup  ## run the test suite (unit + integration on real local Spark and M
 	$(BIN)/python -m pytest
 
 bench: setup  ## run the benchmarks (docs/benchmarks.md); never together with another heavy job
+	$(BIN)/python -m benchmarks.workloads
 	$(BIN)/python -m benchmarks.foundation
 
 mlflow-ui: setup  ## MLflow UI on the embedded store: http://127.0.0.1:5000

@@ -8,6 +8,7 @@ per-batch table, decision log and timeline are recorded, and the run ends FINISH
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -31,6 +32,7 @@ from jobs.sink_check import verify_output
 from jobs.spark_session import package_code, spark_settings, start_spark, warm_up
 from jobs.summary import summarise
 from workloads import Schedule
+from workloads.inspect import workload_png
 
 US = 1_000_000
 
@@ -101,11 +103,15 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         })
         recorder.log_dict({"controller": config.controller, "params": controller.params}, "config/controller.json")
         recorder.log_dict(spec.to_dict(), "config/workload.json")
+        recorder.log_dict(schedule.summary(), "config/workload_summary.json")
+        recorder.log_params({"workload.total_events": schedule.total_events,
+                             "workload.sha256": hashlib.sha256(spec.to_json().encode()).hexdigest()})
         recorder.log_dict(topology.to_dict(), "config/topology.json")
 
         if output.exists():
             shutil.rmtree(output)
         (output / "sink").mkdir(parents=True)
+        recorder.log_artifact(workload_png(schedule, output / "artifacts" / "workload.png"))
         code_zip = package_code(output / "code.zip")
         spark = start_spark(config, code_zip)
         sc = spark.sparkContext
@@ -208,7 +214,7 @@ def _finish(config: RunConfig, recorder: RunRecorder, processor: BatchProcessor,
     recorder.log_summary(summary)
 
     artifacts = output / "artifacts"
-    artifacts.mkdir(exist_ok=True)
+    artifacts.mkdir(exist_ok=True, parents=True)
     batches.to_parquet(artifacts / "batches.parquet", index=False)
     with open(artifacts / "decisions.jsonl", "w") as fh:
         for record in processor.loop.log:

@@ -1,0 +1,103 @@
+"""Look at a workload before spending a run on it: its summary numbers and a plot of its rate over time.
+
+    python -m workloads.inspect step                       # summary + step.png in the current folder
+    python -m workloads.inspect google-task-events --png out/g.png --duration 60 --seed 3
+    python -m workloads.inspect --list                     # the catalogue and the available traces
+
+The experiment run logs the same plot (workload.png) and summary (workload_summary.json) with every MLflow run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from workloads.schedule import Schedule
+from workloads.spec import WorkloadError, catalogue_names, load_workload
+from workloads.traces import available_traces, traces_dir
+
+
+def workload_png(schedule: Schedule, path: Path) -> Path:
+    """Offered rate over time: the total, and each sub-stream when there are several."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    spec = schedule.spec
+    starts, total = schedule.rate_per_second()
+    fig, ax = plt.subplots(figsize=(10, 3.6), constrained_layout=True)
+    if len(spec.streams) > 1:
+        per_bucket_s = schedule.bucket_us / 1e6
+        for i, stream in enumerate(spec.streams[:20]):
+            ax.step(starts, schedule.stream_counts[i] / per_bucket_s, where="post", lw=0.6, alpha=0.6,
+                    label=stream.name if i < 8 else None)
+    ax.step(starts, total, where="post", lw=1.2, color="black", label="total")
+    summary = schedule.summary()
+    ax.set_title(f"{spec.name}: {summary['total_events']:,} events in {summary['duration_s']:g} s, mean "
+                 f"{summary['rate_mean']:,.0f}/s, p99 {summary['rate_p99']:,.0f}/s, max {summary['rate_max']:,.0f}/s "
+                 f"(bucket {summary['bucket_s']:g} s)", fontsize=9)
+    ax.set_xlabel("time since start (s)")
+    ax.set_ylabel("events / s")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper right", fontsize=7, ncol=3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def format_summary(schedule: Schedule) -> str:
+    s = schedule.summary()
+    spec = schedule.spec
+    lines = [f"workload {spec.name!r}: {spec.description}".rstrip(": ")]
+    for stream in spec.streams[:3]:
+        source = (f"trace {stream.trace.ref} [{stream.trace.start_s:g}, {stream.trace.start_s + stream.trace.length_s:g})"
+                  f" s x{1 / stream.trace.compression:g} time, x{stream.trace.rate_scale:g} rate"
+                  if stream.trace else f"profile {stream.profile} {dict(stream.params)}")
+        lines.append(f"  stream {stream.name}: {source}; keys {stream.keys.count} {stream.keys.distribution}")
+    if len(spec.streams) > 3:
+        lines.append(f"  ... {len(spec.streams) - 3} more streams")
+    lines += [
+        f"  duration {s['duration_s']:g} s in {schedule.n_buckets} buckets of {s['bucket_s']:g} s, seed {spec.seed}, "
+        f"arrivals {spec.arrivals}" + (f", noise sigma {spec.noise.sigma:g}" if spec.noise else ""),
+        f"  events {s['total_events']:,}; rate per second: mean {s['rate_mean']:,.1f}, p50 {s['rate_p50']:,.1f}, "
+        f"p99 {s['rate_p99']:,.1f}, max {s['rate_max']:,.1f}, min {s['rate_min']:,.1f}",
+        f"  burstiness: peak/mean {s['peak_to_mean']:.2f}, coefficient of variation {s['rate_cv']:.2f}",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m workloads.inspect", description=__doc__.split("\n\n")[0])
+    p.add_argument("workload", nargs="?", help="catalogue name or YAML file")
+    p.add_argument("--duration", type=float, help="override the duration, seconds")
+    p.add_argument("--seed", type=int, help="override the seed")
+    p.add_argument("--png", help="where to write the plot (default: <name>.png)")
+    p.add_argument("--json", help="also write the summary as JSON here")
+    p.add_argument("--list", action="store_true", help="list the catalogue and the available traces")
+    args = p.parse_args(argv)
+    if args.list or not args.workload:
+        print("catalogue:", ", ".join(catalogue_names()))
+        print(f"traces in {traces_dir()}:", ", ".join(available_traces()) or "(none found)")
+        return 0
+    try:
+        spec = load_workload(args.workload).with_overrides(duration_s=args.duration, seed=args.seed)
+    except WorkloadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    schedule = Schedule(spec)
+    print(format_summary(schedule))
+    png = workload_png(schedule, Path(args.png or f"{spec.name}.png"))
+    print(f"  plot: {png}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(schedule.summary(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    sys.exit(main())
