@@ -11,7 +11,7 @@ import re
 import shutil
 import socket
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,9 @@ class RunConfig:
             self.topo = load_topology(self.topology)
         except TopologyError as exc:
             raise InputError(f"topology: {exc}") from None
+        trace = self.spec.streams[0].trace
+        if trace is not None and trace.records == "task_events":
+            self.topo = replace(self.topo, payload_format="google_task_events_csv")
         _positive("--max-degree", self.max_degree, integer=True)
         try:
             controllers.build_controller(self.controller, self.controller_params, self.topo.names, self.max_degree)

@@ -95,7 +95,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             **flatten("workload", spec.to_dict()),
             **flatten("topology", {op.name: {"kind": op.kind, "cpu_us": op.cpu_us, "wait_us": op.wait_us}
                                    for op in topology.operators}),
-            "topology.window_s": topology.window_s,
+            "topology.window_s": topology.window_s, "topology.payload_format": topology.payload_format,
             "slo.latency_s": config.slo_latency_s, "slo.target": config.slo_target,
             "trigger_s": config.trigger_s, "max_degree": config.max_degree,
             "source_partitions": config.source_partitions, "spark.master": config.master or "(spark-submit)",

@@ -38,7 +38,8 @@ def apply_operators(df, topology: Topology, degrees: Mapping[str, int], accumula
         d = degrees[op.name]
         out = out.repartition(d, "key") if op.keyed else out.repartition(d)
         stats = accumulators[op.name] if accumulators is not None else None
-        out = out.mapInArrow(make_operator(op, topology.window_s, stats), OUTPUT_SCHEMAS[op.kind])
+        out = out.mapInArrow(make_operator(op, topology.window_s, stats, topology.payload_format),
+                             OUTPUT_SCHEMAS[op.kind])
     return out
 
 
@@ -57,8 +58,21 @@ def spend(records: int, cpu_us: float, wait_us: float) -> None:
 
 
 # ---- the transformations (pure Arrow) -------------------------------------------------------------------------
-def parse_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Decode the payload's first four bytes (little endian) into the event's value."""
+def parse_batch(batch: pa.RecordBatch, payload_format: str = "binary") -> pa.RecordBatch:
+    """Decode the event's value: the payload's first four bytes (little endian) for synthetic events; for a replayed
+    Google task_events row, its CPU request in micro-cores (0 where the row has none), so that the window aggregate
+    computes each machine's real requested load."""
+    if payload_format == "google_task_events_csv":
+        from workloads.records import CPU_REQUEST_FIELD
+
+        fields = pc.split_pattern(pc.cast(batch.column("payload"), pa.string()), ",")
+        cpu = pc.cast(pc.list_element(fields, CPU_REQUEST_FIELD), pa.string())
+        cpu = pc.if_else(pc.equal(cpu, ""), "0", cpu)
+        value = pc.cast(pc.round(pc.multiply(pc.cast(cpu, pa.float64()), 1e6)), pa.int64())
+        return pa.RecordBatch.from_arrays(
+            [batch.column("event_id"), batch.column("arrival_ts"), batch.column("key"), value],
+            names=["event_id", "arrival_ts", "key", "value"],
+        )
     payload = batch.column("payload")
     width = 8 if pa.types.is_large_binary(payload.type) else 4
     offsets = np.frombuffer(payload.buffers()[1], dtype=np.int64 if width == 8 else np.int32,
@@ -117,7 +131,8 @@ def _count_events(batch: pa.RecordBatch) -> tuple[int, int]:
     return batch.num_rows, int(pc.sum(batch.column("event_id")).as_py() or 0)
 
 
-def make_operator(op: OperatorSpec, window_s: float, stats=None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def make_operator(op: OperatorSpec, window_s: float, stats=None, payload_format: str = "binary",
+                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of one operator; with `stats` (an accumulator) it reports its task's metrics."""
     cpu_us, wait_us, kind = op.cpu_us, op.wait_us, op.kind
 
@@ -139,7 +154,7 @@ def make_operator(op: OperatorSpec, window_s: float, stats=None) -> Callable[[It
                 records_in += batch.num_rows
                 spend(batch.num_rows, cpu_us, wait_us)
                 if kind == "parse":
-                    batch = parse_batch(batch)
+                    batch = parse_batch(batch, payload_format)
                 elif kind == "enrich":
                     batch = enrich_batch(batch)
                 outputs.append(batch)

@@ -87,7 +87,9 @@ def event_batches(schedule, anchor_us: int, first: int, stop: int, rows: int = R
         )
 
 
-def _binary_column(payload: np.ndarray, width: int) -> pa.Array:
+def _binary_column(payload, width: int) -> pa.Array:
+    if isinstance(payload, pa.Array):  # original trace rows, already variable-length binary
+        return payload
     n = payload.shape[0]
     offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
     data = np.ascontiguousarray(payload).reshape(-1)  # no copy when the payload is already contiguous

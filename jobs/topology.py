@@ -35,17 +35,24 @@ class OperatorSpec:
         return self.kind == "window_aggregate"
 
 
+PAYLOAD_FORMATS = ("binary", "google_task_events_csv")
+
+
 @dataclass(frozen=True)
 class Topology:
     operators: tuple[OperatorSpec, ...]
     window_s: float = 5.0
+    # how `parse` reads an event's value: the first 4 payload bytes of synthetic events, or the cpu_request of a
+    # replayed Google task_events row; set by the run from the workload, never by hand
+    payload_format: str = "binary"
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(op.name for op in self.operators)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"window_s": self.window_s, "operators": [asdict(op) for op in self.operators]}
+        return {"window_s": self.window_s, "payload_format": self.payload_format,
+                "operators": [asdict(op) for op in self.operators]}
 
 
 # The project's default costs: enrichment is dominated by an emulated 150 us lookup (I/O-bound, so it scales with

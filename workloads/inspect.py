@@ -58,7 +58,11 @@ def format_summary(schedule: Schedule) -> str:
         source = (f"trace {stream.trace.ref} [{stream.trace.start_s:g}, {stream.trace.start_s + stream.trace.length_s:g})"
                   f" s x{1 / stream.trace.compression:g} time, x{stream.trace.rate_scale:g} rate"
                   if stream.trace else f"profile {stream.profile} {dict(stream.params)}")
-        lines.append(f"  stream {stream.name}: {source}; keys {stream.keys.count} {stream.keys.distribution}")
+        keys = ("one per machine (the rows' own)" if stream.trace and stream.trace.records
+                else f"{stream.keys.count} {stream.keys.distribution}")
+        if stream.trace and stream.trace.records:
+            source += f"; its {stream.trace.records} rows as payload"
+        lines.append(f"  stream {stream.name}: {source}; keys {keys}")
     if len(spec.streams) > 3:
         lines.append(f"  ... {len(spec.streams) - 3} more streams")
     lines += [

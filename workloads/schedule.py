@@ -48,7 +48,7 @@ class EventColumns:
     event_id: np.ndarray  # int64
     arrival_us: np.ndarray  # int64, microseconds from the schedule start
     key: np.ndarray  # int32
-    payload: np.ndarray  # uint8, shape (n, payload_bytes)
+    payload: np.ndarray  # uint8, shape (n, payload_bytes); or a pyarrow binary array of original rows
     stream: np.ndarray  # int32 index of the sub-stream
 
 
@@ -61,7 +61,8 @@ def expected_counts(spec: WorkloadSpec, stream_index: int, n_buckets: int, bucke
 
         t = stream.trace
         counts = window_counts(load_trace(t.ref), t.start_s, t.length_s, f"workload {spec.name!r}")
-        expected = counts[:n_buckets].astype(np.float64) * t.rate_scale
+        expected = np.zeros(n_buckets)  # (a bucket rounded to whole microseconds can add one empty bucket)
+        expected[: min(n_buckets, len(counts))] = counts[:n_buckets] * t.rate_scale
     else:
         _, rate_fn = resolve_profile(stream.profile, stream.params, where=spec.name,
                                      context=ProfileContext(spec.duration_s, spec.seed, stream_index))
@@ -100,6 +101,25 @@ class KeySampler:
         return (rank.astype(np.int64) + self.offset).astype(np.int32)
 
 
+class RecordStream:
+    """A trace replayed row by row: each selected original row is one event, at its own compressed time, keyed by
+    its machine (dense index over the machines in the window), with the row as payload."""
+
+    def __init__(self, spec: WorkloadSpec, bucket_us: int, n_buckets: int, duration_us: int):
+        from workloads.records import load_records, select
+        from workloads.traces import resolve_trace_path
+
+        t = spec.streams[0].trace
+        self.records = load_records(resolve_trace_path(t.ref).parent, t.records)
+        rows = select(self.records, t.event_types, t.require_machine, t.start_s, t.start_s + t.length_s)
+        times = np.rint((np.asarray(self.records.time_s[rows]) - t.start_s) * US / t.compression).astype(np.int64)
+        keep = times < duration_us  # a --duration shorter than the window cuts it
+        self.rows, self.times_us = rows[keep], times[keep]
+        self.machines, self.keys = np.unique(np.asarray(self.records.machine[self.rows]), return_inverse=True)
+        self.keys = self.keys.astype(np.int32)
+        self.counts = np.bincount(self.times_us // bucket_us, minlength=n_buckets)[:n_buckets]
+
+
 class Schedule:
     """Bucketed counts of a workload plus the exact arrival time, stream and key of every event."""
 
@@ -108,6 +128,11 @@ class Schedule:
         self.bucket_us = int(round(spec.bucket_s * US))
         self.duration_us = int(round(spec.duration_s * US))
         self.n_buckets = int(np.ceil(self.duration_us / self.bucket_us))
+        first = spec.streams[0].trace
+        self._records = (RecordStream(spec, self.bucket_us, self.n_buckets, self.duration_us)
+                         if first is not None and first.records else None)
+        if self._records is not None:
+            expected = [self._records.counts.astype(np.float64)]  # exact: the rows themselves
         if expected is None:
             expected = [expected_counts(spec, i, self.n_buckets, self.bucket_us, self.duration_us)
                         for i in range(len(spec.streams))]
@@ -187,6 +212,8 @@ class Schedule:
             return self.total_events
         n = int(self.counts[b])
         rel = t_us - b * self.bucket_us
+        if self._records is not None:
+            return int(np.searchsorted(self._records.times_us, t_us, side="right"))
         if not self._fast:
             times, _ = self._bucket_events(b, b + 1)
             return int(self.cum[b]) + int(np.searchsorted(times, t_us, side="right"))
@@ -202,6 +229,8 @@ class Schedule:
     def _times_and_streams(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         if stop <= first:
             return np.zeros(0, np.int64), np.zeros(0, np.int32)
+        if self._records is not None:
+            return self._records.times_us[first:stop], np.zeros(stop - first, np.int32)
         if self._fast:
             ids = np.arange(first, stop, dtype=np.int64)
             bucket = np.searchsorted(self.cum, ids, side="right") - 1
@@ -219,6 +248,9 @@ class Schedule:
             raise IndexError(f"event range [{first}, {stop}) outside [0, {self.total_events})")
         ids = np.arange(first, stop, dtype=np.int64)
         arrivals, streams = self._times_and_streams(first, stop)
+        if self._records is not None:  # the original rows, keyed by their machine
+            return EventColumns(ids, arrivals, self._records.keys[first:stop],
+                                self._records.records.payload(self._records.rows[first:stop]), streams)
         if len(self._keys) == 1:
             keys = self._keys[0](ids, arrivals)
         else:
@@ -251,7 +283,8 @@ class Schedule:
         mean = float(self.total_events / (self.duration_us / US))
         return {
             "duration_s": self.duration_us / US, "bucket_s": self.bucket_us / US, "total_events": self.total_events,
-            "streams": len(self.spec.streams), "keys": self.spec.total_keys,
+            "streams": len(self.spec.streams),
+            "keys": len(self._records.machines) if self._records is not None else self.spec.total_keys,
             "rate_mean": mean, "rate_p50": float(np.percentile(rates, 50)), "rate_p99": float(np.percentile(rates, 99)),
             "rate_max": float(rates.max()), "rate_min": float(rates.min()),
             # burstiness: how far the load strays from its mean (peak-to-mean, coefficient of variation)

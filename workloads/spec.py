@@ -24,7 +24,8 @@ _TOP_LEVEL_FIELDS = {"name", "description", "profile", "params", "trace", "strea
                      "arrivals", "noise", "keys", "payload_bytes"}
 _STREAM_FIELDS = {"name", "profile", "params", "trace", "keys"}
 _KEY_FIELDS = {"count", "distribution", "zipf_s", "hot_key_drift_s"}
-_TRACE_FIELDS = {"name", "path", "start_s", "length_s", "compression", "rate_scale", "trace_bucket_s", "sha256"}
+_TRACE_FIELDS = {"name", "path", "start_s", "length_s", "compression", "rate_scale", "trace_bucket_s", "sha256",
+                 "records", "event_types", "require_machine"}
 _NOISE_FIELDS = {"sigma", "step_s"}
 ARRIVALS = ("even", "poisson")
 KEY_DISTRIBUTIONS = ("uniform", "zipf")
@@ -52,6 +53,9 @@ class TraceSpec:
     rate_scale: float = 1.0
     trace_bucket_s: float = 1.0  # read from the file at parse time
     sha256: str = ""
+    records: str | None = None  # replay the trace's original rows (e.g. 'task_events') instead of its counts
+    event_types: tuple[int, ...] | None = None  # with records: only rows of these event types
+    require_machine: bool = False  # with records: only rows that name a machine
 
     @property
     def bucket_s(self) -> float:
@@ -148,6 +152,9 @@ def _stream_to_dict(s: StreamSpec) -> dict[str, Any]:
         d["trace"] = {"name" if os.sep not in t.ref and not t.ref.endswith(".csv") else "path": t.ref,
                       "start_s": t.start_s, "length_s": t.length_s, "compression": t.compression,
                       "rate_scale": t.rate_scale, "trace_bucket_s": t.trace_bucket_s, "sha256": t.sha256}
+        if t.records:
+            d["trace"].update({"records": t.records, "require_machine": t.require_machine,
+                               "event_types": list(t.event_types) if t.event_types is not None else None})
     else:
         d["profile"] = s.profile
         d["params"] = dict(s.params)
@@ -200,9 +207,11 @@ def _parse_trace(raw: Any, where: str, check: bool) -> TraceSpec:
     length = t.get("length_s")
     if length is not None:
         length = float(_number(length, f"{where}.length_s", minimum=0, strict=True))
+    records, event_types, require_machine = _parse_records(t, where, scale)
+    extra = {"records": records, "event_types": event_types, "require_machine": require_machine}
     if not check:  # on Spark workers: the driver validated the file and passes the counts
         return TraceSpec(ref, start, length, compression, scale, float(t.get("trace_bucket_s", 1.0)),
-                         str(t.get("sha256", "")))
+                         str(t.get("sha256", "")), **extra)
     try:
         trace = load_trace(ref)
         counts = window_counts(trace, start, length, where)
@@ -211,7 +220,39 @@ def _parse_trace(raw: Any, where: str, check: bool) -> TraceSpec:
     if t.get("sha256") and t["sha256"] != trace.sha256:
         raise WorkloadError(f"{where}: {trace.path} has changed since this spec was recorded (sha256 "
                             f"{trace.sha256[:12]}..., spec pins {str(t['sha256'])[:12]}...)")
-    return TraceSpec(ref, start, len(counts) * trace.bucket_s, compression, scale, trace.bucket_s, trace.sha256)
+    if records:
+        from workloads.records import RecordsError, record_files
+
+        try:
+            record_files(trace.path.parent, records)
+        except RecordsError as exc:
+            raise WorkloadError(f"{where}.records: {exc}") from None
+    return TraceSpec(ref, start, len(counts) * trace.bucket_s, compression, scale, trace.bucket_s, trace.sha256,
+                     **extra)
+
+
+def _parse_records(t: Mapping[str, Any], where: str, scale: float):
+    records = t.get("records")
+    if records is None:
+        for key in ("event_types", "require_machine"):
+            if t.get(key) is not None:
+                raise WorkloadError(f"{where}.{key} only applies with 'records'")
+        return None, None, False
+    if not isinstance(records, str):
+        raise WorkloadError(f"{where}.records must be a record set name such as 'task_events', got {records!r}")
+    if scale != 1.0:
+        raise WorkloadError(f"{where}: rate_scale must be 1 with records (real rows cannot be scaled); "
+                            f"choose the window and compression instead")
+    types = t.get("event_types")
+    if types is not None:
+        if not isinstance(types, list) or not types or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                               and 0 <= v <= 8 for v in types):
+            raise WorkloadError(f"{where}.event_types must be a list of event type codes 0-8, got {types!r}")
+        types = tuple(sorted(set(types)))
+    require = t.get("require_machine", False)
+    if not isinstance(require, bool):
+        raise WorkloadError(f"{where}.require_machine must be true or false, got {require!r}")
+    return records, types, require
 
 
 def _parse_stream(raw: Mapping[str, Any], where: str, index: int, default_name: str, check: bool) -> StreamSpec:
@@ -257,6 +298,8 @@ def parse_workload(raw: Mapping[str, Any], source: str = "<dict>", check_traces:
         for i, item in enumerate(items):
             where = f"{source}: streams[{i}]"
             streams.append(_parse_stream(_mapping(item, where, _STREAM_FIELDS), where, i, f"s{i}", check_traces))
+        if any(s.trace is not None and s.trace.records for s in streams):
+            raise WorkloadError(f"{source}: a trace replayed with its records must be the only stream")
         names = [s.name for s in streams]
         if len(set(names)) != len(names):
             raise WorkloadError(f"{source}: stream names must be unique, got {names}")

@@ -48,3 +48,19 @@ def test_multi_stream_workload_with_poisson_arrivals(tracking_uri, tmp_path):
     expected = Schedule(load_workload(str(spec))).total_events
     assert summary["records_in"] == summary["records_out"] == expected
     assert summary["records_lost"] == 0 and summary["records_duplicated"] == 0
+
+
+@pytest.mark.skipif("google2011_task_events" not in available_traces(),
+                    reason=f"real trace google2011_task_events not found in {traces_dir()} (set ELASTIC_TRACES_DIR)")
+def test_google_task_event_rows_aggregate_per_machine(tracking_uri, mlflow_client, tmp_path):
+    import pyarrow.parquet as pq
+
+    summary = replay("google-task-records", tracking_uri, tmp_path, "--duration", "8")
+    schedule = Schedule(load_workload("google-task-records").with_overrides(duration_s=8))
+    assert summary["records_in"] == summary["records_out"] == schedule.total_events > 10_000
+    assert summary["records_lost"] == 0 and summary["records_duplicated"] == 0
+    run = mlflow_client.get_run(summary["run_id"])
+    assert run.data.params["topology.payload_format"] == "google_task_events_csv"
+    # the sink holds per (window, machine) partials whose value sums come from the rows' real CPU requests
+    out = pq.read_table(tmp_path / "job" / "sink").to_pandas()
+    assert out["key"].nunique() > 100 and out["value_sum"].sum() > 0

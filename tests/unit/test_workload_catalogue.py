@@ -18,8 +18,11 @@ needs_traces = pytest.mark.skipif(
 def digest(schedule: Schedule, first: int = 0, stop: int | None = None) -> str:
     ev = schedule.events(first, schedule.total_events if stop is None else stop)
     h = hashlib.sha256()
-    for arr in (ev.event_id, ev.arrival_us, ev.key, np.ascontiguousarray(ev.payload), ev.stream):
+    payload = (b"\n".join(ev.payload.to_pylist()) if hasattr(ev.payload, "to_pylist")
+               else np.ascontiguousarray(ev.payload).tobytes())
+    for arr in (ev.event_id, ev.arrival_us, ev.key, ev.stream):
         h.update(np.ascontiguousarray(arr).tobytes())
+    h.update(payload)
     return h.hexdigest()
 
 
@@ -288,3 +291,57 @@ def test_real_trace_bucket_is_read_from_the_data():
     spec = parse_workload({"trace": {"name": "nasa_http_1995", "length_s": 3600}})
     assert spec.streams[0].trace.trace_bucket_s == 60 and spec.duration_s == 3600
     assert DEFAULT_TRACES_DIR.name == "traces"
+
+
+# ---- real records as payload ----------------------------------------------------------------------------------
+needs_task_records = pytest.mark.skipif(
+    "google2011_task_events" not in available_traces(),
+    reason=f"trace google2011_task_events not found in {traces_dir()} (set ELASTIC_TRACES_DIR)")
+
+
+@needs_task_records
+def test_task_event_records_are_replayed_row_by_row():
+    import gzip
+
+    spec = parse_workload({"trace": {"name": "google2011_task_events", "length_s": 30, "records": "task_events"}})
+    s = Schedule(spec)
+    ev = s.events(0, s.total_events)
+    rows = ev.payload.to_pylist()
+    # the raw part files, rows with timestamp in (600 s, 630 s): the same rows, in the same order
+    part = traces_dir() / "google2011_task_events" / "raw" / "task_events" / "part-00000-of-00500.csv.gz"
+    with gzip.open(part, "rb") as fh:
+        raw = [line.rstrip(b"\n") for line in fh if 600e6 <= int(line.split(b",", 1)[0]) < 630e6]
+    assert rows == raw and len(rows) > 200
+    times = np.array([int(r.split(b",", 1)[0]) for r in rows])
+    np.testing.assert_array_equal(ev.arrival_us, times - 600_000_000)
+    assert list(s.counts) == list(np.bincount(ev.arrival_us // 1_000_000, minlength=30))
+    machines = np.array([int(r.split(b",")[4] or 0) for r in rows])
+    for key in np.unique(ev.key)[:50]:  # one key per machine
+        assert len(set(machines[ev.key == key])) == 1
+
+
+@needs_task_records
+def test_task_event_filters_and_cpu_parsing():
+    from jobs.operators import parse_batch
+    from jobs.replay_source import event_batches
+
+    spec = parse_workload({"trace": {"name": "google2011_task_events", "length_s": 60, "records": "task_events",
+                                     "event_types": [1, 4], "require_machine": True, "compression": 2}})
+    s = Schedule(spec)
+    assert spec.duration_s == 30
+    batch = next(event_batches(s, 0, 0, s.total_events))
+    rows = [r.split(b",") for r in batch.column("payload").to_pylist()]
+    assert {int(r[5]) for r in rows} <= {1, 4} and all(r[4] for r in rows)
+    values = parse_batch(batch, "google_task_events_csv").column("value").to_pylist()
+    assert values == [round(float(r[9] or 0) * 1e6) for r in rows]
+
+
+@needs_task_records
+@pytest.mark.parametrize("trace,message", [
+    ({"rate_scale": 2}, "rate_scale must be 1 with records"),
+    ({"event_types": [9]}, "event type codes 0-8"),
+    ({"records": "job_events"}, "unknown record set"),
+])
+def test_bad_record_specs(trace, message):
+    with pytest.raises(WorkloadError, match=message):
+        parse_workload({"trace": {"name": "google2011_task_events", "records": "task_events", **trace}})
