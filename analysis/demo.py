@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
 Results are in MLflow (experiment {args.experiment!r}, parent run {parent_id}); open the UI with
     make mlflow-ui        # then browse http://127.0.0.1:5000
 or  .venv/bin/mlflow ui --backend-store-uri {tracking_uri} --host 127.0.0.1 --port 5000
-Each run has per-batch metrics, its summary, and artifacts: timeline.png, batches.parquet, decisions.jsonl.""")
+Each run has per-batch metrics, its summary, and artifacts: timeline.png, batches.parquet, decisions.jsonl.
+Ranked with intervals over seeds:  .venv/bin/python -m analysis.compare --parent-run-id {parent_id}""")
     return 1 if failed else 0
 
 

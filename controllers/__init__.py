@@ -4,11 +4,12 @@ Importing the package registers the built-in controllers, so `build_controller("
 `import controllers`.
 """
 from controllers import scripted, static, threshold  # noqa: F401  (registration)
-from controllers.base import ConfigError, Controller, Param, build_controller, describe, register, registered, validate_config
+from controllers.base import (ConfigError, Controller, Param, build_controller, config_id, config_label, describe, register,
+                              registered, validate_config)
 from controllers.loop import ControlLoop, DecisionRecord
 from controllers.types import Decision, OperatorMetrics, Snapshot
 
 __all__ = [
     "ConfigError", "Controller", "ControlLoop", "Decision", "DecisionRecord", "OperatorMetrics", "Param",
-    "Snapshot", "build_controller", "describe", "register", "registered", "validate_config",
+    "Snapshot", "build_controller", "config_id", "config_label", "describe", "register", "registered", "validate_config",
 ]

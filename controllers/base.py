@@ -6,6 +6,8 @@ one-line errors instead of a failure minutes into a Spark job.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, Sequence
@@ -118,6 +120,25 @@ def build_controller(
                 f"controller {name!r}: initial degree {degree} of operator {op!r} is outside [1, {max_degree}]"
             )
     return controller
+
+
+def config_label(name: str, params: Mapping[str, Any]) -> str:
+    """A short readable name for a configuration: the controller and the parameters that differ from defaults
+    (e.g. 'threshold:cooldown_s=6'), the same however the configuration was written."""
+    checked = validate_config(name, params)
+    declared = _REGISTRY[name].PARAMS
+    changed = {k: v for k, v in checked.items() if v != declared[k].default}
+    if not changed:
+        return name
+    return name + ":" + ",".join(f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'))}"
+                                 for k, v in sorted(changed.items()))
+
+
+def config_id(name: str, params: Mapping[str, Any]) -> str:
+    """A stable identity for a configuration: a hash of its full, validated parameters."""
+    checked = validate_config(name, params)
+    text = json.dumps({"controller": name, "params": checked}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def describe(name: str) -> str:

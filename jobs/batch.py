@@ -144,9 +144,11 @@ class BatchProcessor:
         self.prev_end_s = time_s
         self.due_at_prev_end = due_now
         self.stage_tasks.per_operator_later(group, self.ops, lambda observed: self._observed(row, observed))
-        self.recorder.log_metrics_async({k: v for k, v in row.items() if k not in ("batch_id", "spark_batch_id")
-                                         and not k.startswith("tasks_") and isinstance(v, (int, float))},
-                                        step=batch_id)
+        # per-batch metrics are named batch.*, apart from the run's summary metrics (latency_p99_s, records_out...)
+        # that MLflow would otherwise show as the last batch's value
+        self.recorder.log_metrics_async({f"batch.{k}": v for k, v in row.items()
+                                         if k not in ("batch_id", "spark_batch_id") and not k.startswith("tasks_")
+                                         and isinstance(v, (int, float))}, step=batch_id)
         self.progress(row)
 
     def _observed(self, row: dict[str, Any], observed: dict[str, int]) -> None:
@@ -154,7 +156,7 @@ class BatchProcessor:
         with self.lock:
             for op, tasks in observed.items():
                 row[f"tasks_{op}"] = tasks
-        self.recorder.log_metrics_async({f"tasks_{op}": t for op, t in observed.items()}, step=row["batch_id"])
+        self.recorder.log_metrics_async({f"batch.tasks_{op}": t for op, t in observed.items()}, step=row["batch_id"])
 
     def close(self) -> None:
         """Wait for the background lookups, so the rows are complete."""

@@ -83,7 +83,9 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
     tracking_uri = config.tracking_uri or default_tracking_uri()
     recorder = RunRecorder(
         tracking_uri, config.experiment, run_name,
-        tags={"controller": config.controller, "workload": spec.name, "seed": str(spec.seed), **config.tags},
+        tags={"controller": config.controller, "workload": spec.name, "seed": str(spec.seed),
+              "config": controllers.config_label(config.controller, config.controller_params),
+              "config_id": controllers.config_id(config.controller, config.controller_params), **config.tags},
         parent_run_id=config.parent_run_id,
     )
     log(f"MLflow run {recorder.run_id} ({run_name}) in experiment {config.experiment!r} at {tracking_uri}")

@@ -1,0 +1,53 @@
+"""Experiment runs out of MLflow as one table: a row per run, with its configuration, workload, seed, status and
+summary metrics. The same reader serves the command line, the DAGs and a notebook: give it a parent run (a DAG run
+or a demo), or an experiment and an MLflow filter string.
+"""
+from __future__ import annotations
+
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "latency_p50_s", "latency_p95_s", "latency_p99_s",
+                   "latency_max_s", "scaling_actions", "records_in", "records_out", "records_lost",
+                   "records_duplicated", "reconfiguration_delay_batches_mean")
+
+
+def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: str | None = None,
+              filter_string: str = "") -> pd.DataFrame:
+    """Runs of `parent_run_id` (its children), or of `experiment` matching `filter_string`; FAILED runs included
+    (status column) so that incomplete suites are visible, never silently dropped."""
+    client = MlflowClient(tracking_uri)
+    if parent_run_id:
+        parent = client.get_run(parent_run_id)
+        experiment_ids = [parent.info.experiment_id]
+        clause = f"tags.mlflow.parentRunId = '{parent_run_id}'"
+        filter_string = f"{clause} and {filter_string}" if filter_string else clause
+    else:
+        if not experiment:
+            raise ValueError("give a parent run id or an experiment name")
+        found = client.get_experiment_by_name(experiment)
+        if found is None:
+            raise ValueError(f"no MLflow experiment named {experiment!r} at {tracking_uri}")
+        experiment_ids = [found.experiment_id]
+    rows, token = [], None
+    while True:
+        page = client.search_runs(experiment_ids, filter_string=filter_string, max_results=1000, page_token=token)
+        for run in page:
+            tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
+            rows.append({
+                "run_id": run.info.run_id, "run_name": tags.get("mlflow.runName", ""), "status": run.info.status,
+                "config": tags.get("config") or tags.get("controller", "?"), "config_id": tags.get("config_id", ""),
+                "controller": tags.get("controller", "?"), "workload": tags.get("workload", "?"),
+                "seed": int(tags["seed"]) if tags.get("seed", "").isdigit() else None,
+                "slo_target": float(params["slo.target"]) if "slo.target" in params else None,
+                "slo_latency_s": float(params["slo.latency_s"]) if "slo.latency_s" in params else None,
+                "failure_reason": tags.get("failure_reason"),
+                **{m: metrics.get(m) for m in SUMMARY_METRICS},
+            })
+        token = page.token
+        if not token:
+            break
+    columns = ["run_id", "run_name", "status", "config", "config_id", "controller", "workload", "seed", "slo_target",
+               "slo_latency_s", "failure_reason", *SUMMARY_METRICS]
+    return pd.DataFrame(rows, columns=columns).sort_values(["workload", "config", "seed"], na_position="last",
+                                                           ignore_index=True)

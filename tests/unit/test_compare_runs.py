@@ -1,0 +1,61 @@
+"""Reading an experiment's runs back from a real (SQLite) MLflow store and comparing them."""
+import pytest
+from mlflow.tracking import MlflowClient
+
+from analysis.compare import compare, main
+from analysis.runs import load_runs
+
+CONFIGS = {  # config -> per-seed (slo_attainment, cost)
+    "threshold": [(0.99, 200), (0.98, 205), (0.99, 198), (0.99, 202)],
+    "static:degree=3": [(1.0, 360), (1.0, 362), (1.0, 359), (1.0, 361)],
+    "static": [(0.2, 120), (0.21, 121), (0.19, 119), (0.2, 120)],
+}
+
+
+@pytest.fixture()
+def store(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("cmp", artifact_location=(tmp_path / "art").as_uri())
+    parent = client.create_run(exp, run_name="suite").info.run_id
+    for config, values in CONFIGS.items():
+        for seed, (slo, cost) in enumerate(values):
+            run = client.create_run(exp, tags={"mlflow.parentRunId": parent, "config": config, "workload": "step",
+                                               "controller": config.split(":")[0], "seed": str(seed)}).info.run_id
+            client.log_param(run, "slo.target", "0.95")
+            for key, value in {"slo_attainment": slo, "cost_slot_seconds": cost, "latency_p99_s": 3.0}.items():
+                client.log_metric(run, key, value)
+            client.set_terminated(run, "FINISHED")
+    failed = client.create_run(exp, tags={"mlflow.parentRunId": parent, "config": "threshold", "workload": "step",
+                                          "seed": "4", "failure_reason": "RunFailed: induced"}).info.run_id
+    client.set_terminated(failed, "FAILED")
+    other = client.create_run(exp, tags={"config": "unrelated", "workload": "step"}).info.run_id
+    client.set_terminated(other, "FINISHED")
+    return uri, parent
+
+
+def test_load_runs_of_a_parent_includes_failed_ones(store):
+    uri, parent = store
+    runs = load_runs(uri, parent_run_id=parent)
+    assert len(runs) == 13 and set(runs["config"]) == set(CONFIGS)
+    assert (runs["status"] == "FAILED").sum() == 1
+    assert runs.loc[runs["status"] == "FAILED", "failure_reason"].item() == "RunFailed: induced"
+
+
+def test_compare_ranks_by_the_rule_and_reports_unfinished_runs(store, capsys):
+    uri, parent = store
+    text = compare(load_runs(uri, parent_run_id=parent))
+    lines = text.splitlines()
+    order = [line.split()[1] for line in lines if line.strip()[:1].isdigit()]
+    assert order == ["threshold", "static:degree=3", "static"]
+    assert "misses SLO" in [line for line in lines if " static " in line + " "][0]
+    assert "Pareto front (cost vs SLO violations): static, threshold, static:degree=3" in text
+    assert "NOT FINISHED: threshold seed 4" in text and "RunFailed: induced" in text
+    assert main(["--tracking-uri", uri, "--parent-run-id", parent]) == 0
+    assert "threshold" in capsys.readouterr().out
+
+
+def test_unknown_experiment_is_a_one_line_error(store, capsys):
+    uri, _ = store
+    assert main(["--tracking-uri", uri, "--experiment", "nope"]) == 2
+    assert "no MLflow experiment named 'nope'" in capsys.readouterr().err
