@@ -23,3 +23,12 @@ def test_readme_workload_example_parses_and_replays(block):
         pytest.skip(f"trace {raw['trace'].get('name')} not found in {traces_dir()} (set ELASTIC_TRACES_DIR)")
     schedule = Schedule(parse_workload(raw, source="README.md"))
     assert schedule.total_events > 0
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    text = README.read_text()
+    after = text[text.index("run the test suite"):]
+    command = re.search(r"```bash\n(.*?)\n```", after, re.DOTALL).group(1).strip()
+    ci = (README.parent / ".ci" / "run").read_text().splitlines()
+    steps = [line.strip() for line in ci if line.strip() and not line.lstrip().startswith("#")]
+    assert steps[-1] == command == "make test"
