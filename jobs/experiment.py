@@ -32,7 +32,7 @@ from jobs.sink_check import verify_output
 from jobs.spark_session import package_code, spark_settings, start_spark, warm_up
 from jobs.summary import summarise
 from workloads import Schedule
-from workloads.inspect import workload_png
+from workloads.plots import workload_png
 
 US = 1_000_000
 

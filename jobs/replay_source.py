@@ -96,16 +96,11 @@ def _binary_column(payload, width: int) -> pa.Array:
     return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-class ReplayStreamReader(DataSourceStreamReader):
+class _ScheduleFromOptions:
+    """The workload schedule of a reader, built on first use where the reader runs (driver or worker)."""
+
     def __init__(self, options: dict[str, str]):
         self.options = {k: options[k] for k in ("spec", "schedule_state") if options.get(k)}
-        self.anchor_us = int(options["anchor_us"]) if options.get("anchor_us") else None
-        self.anchor_file = options.get("anchor_file")
-        if self.anchor_us is None and not self.anchor_file:
-            raise ValueError("the replay source needs option 'anchor_us' or 'anchor_file'")
-        self.partitions_per_batch = max(1, int(options.get("partitions", "2")))
-        cap = options.get("max_events_per_batch")
-        self.max_events_per_batch = int(cap) if cap else None
         self._schedule = None
 
     @property
@@ -113,6 +108,18 @@ class ReplayStreamReader(DataSourceStreamReader):
         if self._schedule is None:
             self._schedule = _schedule_from_options(self.options)
         return self._schedule
+
+
+class ReplayStreamReader(_ScheduleFromOptions, DataSourceStreamReader):
+    def __init__(self, options: dict[str, str]):
+        super().__init__(options)
+        self.anchor_us = int(options["anchor_us"]) if options.get("anchor_us") else None
+        self.anchor_file = options.get("anchor_file")
+        if self.anchor_us is None and not self.anchor_file:
+            raise ValueError("the replay source needs option 'anchor_us' or 'anchor_file'")
+        self.partitions_per_batch = max(1, int(options.get("partitions", "2")))
+        cap = options.get("max_events_per_batch")
+        self.max_events_per_batch = int(cap) if cap else None
 
     def initialOffset(self) -> dict:
         return {OFFSET_KEY: 0, ANCHOR_KEY: 0}
@@ -159,22 +166,15 @@ class ReplayStreamReader(DataSourceStreamReader):
         pass
 
 
-class ReplayBatchReader(DataSourceReader):
+class ReplayBatchReader(_ScheduleFromOptions, DataSourceReader):
     """A fixed range of events [first, stop) in `partitions` read tasks, anchored at `anchor_us` (default 0)."""
 
     def __init__(self, options: dict[str, str]):
-        self.options = {k: options[k] for k in ("spec", "schedule_state") if options.get(k)}
+        super().__init__(options)
         self.anchor_us = int(options.get("anchor_us") or 0)
         self.partitions_count = max(1, int(options.get("partitions", "2")))
         self.first = int(options.get("first", "0"))
         self.stop = int(options["stop"]) if options.get("stop") else None
-        self._schedule = None
-
-    @property
-    def schedule(self):
-        if self._schedule is None:
-            self._schedule = _schedule_from_options(self.options)
-        return self._schedule
 
     def partitions(self):
         total = self.schedule.total_events

@@ -314,9 +314,8 @@ PROFILES: dict[str, Profile] = {
 }
 
 
-def resolve_profile(name: str, params: Mapping[str, object], where: str,
-                    context: ProfileContext | None = None) -> tuple[dict[str, float | str], RateFunction]:
-    """Check a profile's parameters and build its rate function; errors name `where` and the parameter."""
+def check_params(name: str, params: Mapping[str, object], where: str) -> dict[str, float | str]:
+    """A profile's parameters completed with defaults and checked; errors name `where` and the parameter."""
     if name not in PROFILES:
         raise ValueError(f"{where}: unknown profile {name!r}; known profiles: {', '.join(sorted(PROFILES))}")
     profile = PROFILES[name]
@@ -344,7 +343,14 @@ def resolve_profile(name: str, params: Mapping[str, object], where: str,
         if not np.isfinite(raw) or raw < spec.minimum:
             raise ValueError(f"{where}: parameter {key!r} of profile {name!r} must be >= {spec.minimum}, got {raw!r}")
         values[key] = float(raw)
+    return values
+
+
+def resolve_profile(name: str, params: Mapping[str, object], where: str,
+                    context: ProfileContext) -> tuple[dict[str, float | str], RateFunction]:
+    """Checked parameters and the profile's rate function for this run (duration, seed, stream)."""
+    values = check_params(name, params, where)
     try:
-        return values, profile.build(values, context or ProfileContext(duration_s=3600.0, seed=0))
+        return values, PROFILES[name].build(values, context)
     except ValueError as exc:
         raise ValueError(f"{where}: profile {name!r}: {exc}") from None

@@ -34,8 +34,6 @@ from workloads.profiles import ProfileContext, resolve_profile
 from workloads.spec import KeySpec, WorkloadSpec
 
 US = 1_000_000
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-splitmix64 = rng.splitmix64  # kept importable from here: the event layout is defined in this module
 
 # A payload is one splitmix64 word per event spread over its width by multiplying with distinct odd constants:
 # as varied as hashing every word (each word is a bijection of the event's hash) at a fifth of the cost, which
@@ -210,13 +208,13 @@ class Schedule:
         b = t_us // self.bucket_us
         if b >= self.n_buckets:
             return self.total_events
-        n = int(self.counts[b])
-        rel = t_us - b * self.bucket_us
         if self._records is not None:
             return int(np.searchsorted(self._records.times_us, t_us, side="right"))
         if not self._fast:
             times, _ = self._bucket_events(b, b + 1)
             return int(self.cum[b]) + int(np.searchsorted(times, t_us, side="right"))
+        n = int(self.counts[b])
+        rel = t_us - b * self.bucket_us
         # event j is due iff floor((2j+1)*W / 2n) <= rel  <=>  (2j+1)*W < 2n(rel+1)
         numerator = 2 * n * (rel + 1) - self.bucket_us
         due_in_bucket = -((-numerator) // (2 * self.bucket_us)) if numerator > 0 else 0
@@ -264,7 +262,7 @@ class Schedule:
     def _payload(self, uids: np.ndarray) -> np.ndarray:
         words = (self.spec.payload_bytes + 7) // 8
         with np.errstate(over="ignore"):
-            h = splitmix64(uids ^ self._payload_seed)
+            h = rng.splitmix64(uids ^ self._payload_seed)
             multipliers = np.resize(_PAYLOAD_MULTIPLIERS, words)
             multipliers[0] = 1  # word 0 is the hash itself
             block = h[:, None] * multipliers[None, :]
