@@ -32,6 +32,7 @@ examples:
   python -m jobs.run --controller threshold --param cooldown_s=6 --workload ramp --duration 40 --seed 3 \\
       --slo-latency 4 --summary-json out/summary.json
   python -m jobs.run --controller-config my_controller.yaml --workload my_workload.yaml --master spark://127.0.0.1:7077
+  python -m jobs.run --champion step        # the configuration promoted for workload class 'step'
 """
 
 
@@ -57,9 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--controller", help="controller name (see below)")
     c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="controller parameter (repeatable)")
     c.add_argument("--controller-config", metavar="FILE", help="YAML/JSON file {controller: NAME, params: {...}}")
+    c.add_argument("--champion", metavar="WORKLOAD_CLASS",
+                   help="use the configuration promoted as champion for this workload class (MLflow registry)")
     c.add_argument("--max-degree", type=int, default=8, help="largest degree of any operator (default 8)")
     w = p.add_argument_group("workload")
-    w.add_argument("--workload", default="step", help="catalogue name or YAML file (default: step)")
+    w.add_argument("--workload", help="catalogue name or YAML file (default: the --champion class, else step)")
     w.add_argument("--duration", type=float, help="override the workload's duration, seconds")
     w.add_argument("--seed", type=int, help="override the workload's seed")
     w.add_argument("--topology", default="default", help="'default', 'zero-cost' or a YAML file of operator costs")
@@ -95,8 +98,28 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
     return out
 
 
+def _champion(args: argparse.Namespace) -> tuple[str, dict, dict[str, str]]:
+    """The promoted configuration, exactly: no other controller option may change it."""
+    clashing = [flag for flag, value in (("--controller", args.controller), ("--controller-config",
+                args.controller_config), ("--param", args.param)) if value]
+    if clashing:
+        raise InputError(f"--champion {args.champion} loads the promoted configuration as it is; drop "
+                         f"{', '.join(clashing)}")
+    from jobs.champion import ChampionNotFound, load_champion
+    from jobs.recorder import default_tracking_uri
+
+    try:
+        champion = load_champion(args.tracking_uri or default_tracking_uri(), args.champion)
+    except ChampionNotFound as exc:
+        raise InputError(f"--champion {args.champion}: {exc}") from None
+    tags = {"champion.model": champion.model, "champion.version": champion.version}
+    return champion.controller, champion.params, tags
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    name, params = args.controller, {}
+    name, params, tags = args.controller, {}, {}
+    if args.champion:
+        name, params, tags = _champion(args)
     if args.controller_config:
         path = Path(args.controller_config)
         try:
@@ -120,12 +143,13 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         raise InputError("no controller given: use --controller NAME or --controller-config FILE")
     params.update({k: _scalar(v) for k, v in _pairs(args.param, "--param").items()})
     return RunConfig(
-        controller=name, controller_params=params, workload=args.workload, duration_s=args.duration,
+        controller=name, controller_params=params, workload=args.workload or args.champion or "step",
+        duration_s=args.duration,
         seed=args.seed, slo_latency_s=args.slo_latency, slo_target=args.slo_target,
         master=args.master or (None if _under_spark_submit() else "local[4]"), trigger_s=args.trigger,
         max_degree=args.max_degree, source_partitions=args.source_partitions, topology=args.topology,
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
-        parent_run_id=args.parent_run_id, tags=_pairs(args.tag, "--tag"), output_dir=args.output_dir,
+        parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
         summary_json=args.summary_json, lead_in_s=args.lead_in, drain_timeout_s=args.drain_timeout,
         quiet=args.quiet, fail_at_batch=args.fail_at_batch,
     )
