@@ -7,9 +7,11 @@ from __future__ import annotations
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "latency_p50_s", "latency_p95_s", "latency_p99_s",
-                   "latency_max_s", "scaling_actions", "records_in", "records_out", "records_lost",
-                   "records_duplicated", "reconfiguration_delay_batches_mean")
+SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "cost_executor_core_seconds", "latency_p50_s",
+                   "latency_p95_s", "latency_p99_s", "latency_max_s", "scaling_actions", "oscillations",
+                   "backlog_integral_event_s", "records_in", "records_out", "records_lost", "records_duplicated",
+                   "reconfiguration_delay_batches_mean")
+ORACLE = "oracle"
 
 
 def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: str | None = None,
@@ -36,8 +38,10 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
             tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
             rows.append({
                 "run_id": run.info.run_id, "run_name": tags.get("mlflow.runName", ""), "status": run.info.status,
-                "config": tags.get("config") or tags.get("controller", "?"), "config_id": tags.get("config_id", ""),
-                "controller": tags.get("controller", "?"), "workload": tags.get("workload", "?"),
+                "config": tags.get("config") or tags.get("controller", "?"),
+                "config_id": tags.get("config_id") or tags.get("config") or "",
+                "controller": tags.get("controller", "?"), "variant": tags.get("variant", ""),
+                "workload": tags.get("workload", "?"),
                 "seed": int(tags["seed"]) if tags.get("seed", "").isdigit() else None,
                 "slo_target": float(params["slo.target"]) if "slo.target" in params else None,
                 "slo_latency_s": float(params["slo.latency_s"]) if "slo.latency_s" in params else None,
@@ -47,7 +51,18 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
         token = page.token
         if not token:
             break
-    columns = ["run_id", "run_name", "status", "config", "config_id", "controller", "workload", "seed", "slo_target",
-               "slo_latency_s", "failure_reason", *SUMMARY_METRICS]
-    return pd.DataFrame(rows, columns=columns).sort_values(["workload", "config", "seed"], na_position="last",
-                                                           ignore_index=True)
+    columns = ["run_id", "run_name", "status", "config", "config_id", "controller", "variant", "workload", "seed",
+               "slo_target", "slo_latency_s", "failure_reason", *SUMMARY_METRICS]
+    table = pd.DataFrame(rows, columns=columns).sort_values(["workload", "config", "seed"], na_position="last",
+                                                            ignore_index=True)
+    return with_cost_to_oracle(table)
+
+
+def with_cost_to_oracle(runs: pd.DataFrame) -> pd.DataFrame:
+    """Add `cost_to_oracle`: a run's cost / the cost of the finished oracle run on the same workload and seed (the
+    lower bound), NaN where no such oracle run exists."""
+    oracle = runs[(runs["controller"] == ORACLE) & (runs["status"] == "FINISHED")]
+    bound = oracle.groupby(["workload", "seed"])["cost_slot_seconds"].min().rename("_oracle_cost")
+    out = runs.join(bound, on=["workload", "seed"])
+    out["cost_to_oracle"] = out["cost_slot_seconds"] / out["_oracle_cost"]
+    return out.drop(columns="_oracle_cost")
