@@ -59,3 +59,38 @@ def test_unknown_experiment_is_a_one_line_error(store, capsys):
     uri, _ = store
     assert main(["--tracking-uri", uri, "--experiment", "nope"]) == 2
     assert "no MLflow experiment named 'nope'" in capsys.readouterr().err
+
+
+def test_a_suite_compared_with_itself_has_no_regression_and_a_worse_one_is_listed(store, tmp_path):
+    from analysis.regression import compare_suites, listing, main as regression_main
+
+    uri, parent = store
+    found, problems = compare_suites(uri, parent, parent)
+    assert found == [] and problems == ["threshold on step seed 4: FAILED (RunFailed: induced)"]
+    client = MlflowClient(uri)
+    exp = client.get_run(parent).info.experiment_id
+    worse = client.create_run(exp, run_name="worse").info.run_id
+    for seed, cost in enumerate([260, 262, 258, 261]):  # threshold got 30 % dearer, same SLO
+        run = client.create_run(exp, tags={"mlflow.parentRunId": worse, "config": "threshold", "workload": "step",
+                                           "seed": str(seed)}).info.run_id
+        client.log_metric(run, "slo_attainment", 0.99)
+        client.log_metric(run, "cost_slot_seconds", cost)
+        client.set_terminated(run, "FINISHED")
+    found, problems = compare_suites(uri, parent, worse)
+    assert [(r.config, r.metric) for r in found] == [("threshold", "cost_slot_seconds")] and problems == []
+    assert listing(found, problems).startswith("REGRESSION threshold on step: cost_slot_seconds 201.2 -> 260.2")
+    assert regression_main(["--tracking-uri", uri, "--before", parent, "--after", worse]) == 1
+    assert regression_main(["--tracking-uri", uri, "--before", parent, "--after", worse,
+                            "--tolerance", "cost_slot_seconds=0.5"]) == 0
+
+
+def test_cost_to_oracle_is_the_ratio_to_the_oracle_run_of_the_same_workload_and_seed():
+    import pandas as pd
+
+    from analysis.runs import with_cost_to_oracle
+
+    runs = pd.DataFrame({"controller": ["oracle", "threshold", "threshold", "oracle"],
+                         "status": ["FINISHED", "FINISHED", "FINISHED", "FAILED"], "workload": ["step"] * 4,
+                         "seed": [1, 1, 2, 2], "cost_slot_seconds": [100.0, 150.0, 170.0, 90.0]})
+    ratio = with_cost_to_oracle(runs)["cost_to_oracle"].tolist()
+    assert ratio[:2] == [1.0, 1.5] and pd.isna(ratio[2]), "seed 2's oracle run failed: no bound, no ratio"
