@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from analysis.promote import promote_suite
 from analysis.report import report_for_parent
-from analysis.suite import open_parent, run_suite, timestamped
+from analysis.suite import SuiteError, SuiteRequest, open_parent, run_suite, timestamped
 from analysis.table import format_table
 from jobs.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 
@@ -38,15 +38,20 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     variants = args.variant or list(DEFAULT_VARIANTS)
     tracking_uri = args.tracking_uri or default_tracking_uri()
+    try:
+        options = {"controllers": variants, "workloads": [args.workload], "seeds": [args.seed],
+                   "duration_s": args.duration, "slo_latency_s": args.slo_latency}
+        request = SuiteRequest.from_mapping(options, where="demo options")
+    except SuiteError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     parent_id = open_parent(tracking_uri, args.experiment, timestamped("demo"),
                             {"kind": "demo", "workload": args.workload},
                             {"workload": args.workload, "duration_s": args.duration, "seed": args.seed,
                              "slo.latency_s": args.slo_latency, "variants": " | ".join(variants)})
     print(f"demo: {len(variants)} variants on workload {args.workload!r}, {args.duration:g}s each; "
           f"parent MLflow run {parent_id}", flush=True)
-    suite = run_suite(parent_id, variants, [args.workload], [args.seed], tracking_uri=tracking_uri,
-                      experiment=args.experiment, duration_s=args.duration, slo_latency_s=args.slo_latency,
-                      master=args.master)
+    suite = run_suite(parent_id, request, tracking_uri=tracking_uri, experiment=args.experiment, master=args.master)
     results, failed = suite.summaries, suite.failed
     client = MlflowClient(tracking_uri)
     client.log_dict(parent_id, results, "demo_results.json")

@@ -1,6 +1,9 @@
-"""Running a suite without Airflow: a parent MLflow run and one child `python -m jobs.run` process per
-(variant, workload, seed), strictly one after another — two streaming runs on one small machine spoil each other's
-timings. The demo and the reproduction suite use it; the experiment DAG does the same with SparkSubmitOperator.
+"""A suite: configurations (variants) x workloads x seeds, validated as a whole before any Spark job starts, and run
+as child runs of one parent MLflow run.
+
+The experiment and nightly DAGs submit each case with SparkSubmitOperator; without Airflow, `run_suite` runs them as
+`python -m jobs.run` processes, strictly one after another — two streaming runs on one small machine spoil each
+other's timings. The demo and the reproduction page use it.
 """
 from __future__ import annotations
 
@@ -11,11 +14,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
+import yaml
 from mlflow.tracking import MlflowClient
 
+import controllers
+from jobs.config import param_value
 from jobs.recorder import REPO_ROOT, ensure_experiment
+from jobs.topology import load_topology
+from workloads import WorkloadError, load_workload
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -33,6 +40,137 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
     if current:
         params.append(current)
     return name, [p.strip() for p in params if p.strip()]
+
+
+class SuiteError(ValueError):
+    """Every problem of a suite request, one per line, each naming the field (and file and line when from a file)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    variant: str
+    workload: str
+    seed: int
+
+    def run_args(self, request: "SuiteRequest", *, experiment: str, tracking_uri: str, parent_run_id: str,
+                 tags: dict[str, str] | None = None) -> list[str]:
+        """The jobs/run.py arguments of this case (spark-submit jobs/run.py <these>)."""
+        name, params = parse_variant(self.variant)
+        args = ["--controller", name, "--workload", self.workload, "--seed", str(self.seed),
+                "--slo-latency", str(request.slo_latency_s), "--slo-target", str(request.slo_target),
+                "--experiment", experiment, "--tracking-uri", tracking_uri, "--parent-run-id", parent_run_id,
+                "--run-name", f"{self.variant} | {self.workload} | seed {self.seed}", "--quiet"]
+        if request.duration_s is not None:
+            args += ["--duration", str(request.duration_s)]
+        for p in params:
+            args += ["--param", p]
+        for key, value in {"variant": self.variant, **(tags or {})}.items():
+            args += ["--tag", f"{key}={value}"]
+        return args
+
+
+@dataclass(frozen=True)
+class SuiteRequest:
+    variants: tuple[str, ...]
+    workloads: tuple[str, ...]
+    seeds: tuple[int, ...]
+    duration_s: float | None = None
+    slo_latency_s: float = 5.0
+    slo_target: float = 0.95
+
+    def cases(self) -> list[Case]:
+        return [Case(v, w, s) for w in self.workloads for v in self.variants for s in self.seeds]
+
+    @classmethod
+    def from_mapping(cls, raw: dict, where: str = "params", lines: dict[str, int] | None = None) -> "SuiteRequest":
+        """Validate a request (DAG params or a suite file) in full; all problems are reported together."""
+        problems: list[str] = []
+
+        def at(field_path: str) -> str:
+            line = (lines or {}).get(field_path)
+            return f"{where}:{line}: {field_path}" if line else f"{where}.{field_path}"
+
+        def strings(key: str) -> list[str]:
+            value = raw.get(key)
+            if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+                problems.append(f"{at(key)}: expected a non-empty list of names, got {value!r}")
+                return []
+            return [v.strip() for v in value]
+
+        variants, workloads = strings("controllers"), strings("workloads")
+        seeds = raw.get("seeds", [1])
+        if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool)
+                                                               and s >= 0 for s in seeds):
+            problems.append(f"{at('seeds')}: expected a non-empty list of integers >= 0, got {seeds!r}")
+            seeds = []
+        elif len(set(seeds)) != len(seeds):
+            problems.append(f"{at('seeds')}: seeds repeat: {seeds}")
+        numbers = {}
+        for key, default, upper in (("duration_s", None, None), ("slo_latency_s", 5.0, None), ("slo_target", 0.95, 1)):
+            value = raw.get(key, default)
+            if value is None:
+                numbers[key] = None
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or (
+                    upper is not None and value > upper):
+                bound = f" and <= {upper}" if upper else ""
+                problems.append(f"{at(key)}: expected a number > 0{bound}, got {value!r}")
+            numbers[key] = value
+        unknown = sorted(set(raw) - {"controllers", "workloads", "seeds", "duration_s", "slo_latency_s",
+                                     "slo_target", "tolerance", "description"})
+        if unknown:
+            problems.append(f"{where}: unknown field(s) {', '.join(unknown)}")
+        operators = load_topology("default").names
+        for i, variant in enumerate(variants):
+            name, params = parse_variant(variant)
+            try:
+                values = {}
+                for p in params:
+                    key, sep, value = p.partition("=")
+                    if not sep:
+                        raise controllers.ConfigError(f"parameter {p!r}: expected NAME=VALUE")
+                    values[key.strip()] = param_value(value)
+                controllers.build_controller(name, values, operators, max_degree=8)
+            except controllers.ConfigError as exc:
+                problems.append(f"{at(f'controllers[{i}]')} {variant!r}: {exc}")
+        for i, workload in enumerate(workloads):
+            try:
+                load_workload(workload).with_overrides(duration_s=numbers.get("duration_s"))
+            except WorkloadError as exc:
+                problems.append(f"{at(f'workloads[{i}]')} {workload!r}: {exc}")
+        if problems:
+            raise SuiteError("\n".join(problems))
+        return cls(tuple(variants), tuple(workloads), tuple(seeds), numbers["duration_s"], numbers["slo_latency_s"],
+                   numbers["slo_target"])
+
+    @classmethod
+    def from_file(cls, path: Path) -> "SuiteRequest":
+        """A versioned suite file (YAML); errors give the file and line of the offending field."""
+        try:
+            text = path.read_text()
+            node = yaml.compose(text)
+            raw = yaml.safe_load(text)
+        except OSError as exc:
+            raise SuiteError(f"{path}: cannot be read: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise SuiteError(f"{path}:{mark.line + 1 if mark else '?'}: not valid YAML") from None
+        if not isinstance(raw, dict):
+            raise SuiteError(f"{path}:1: expected a mapping with controllers, workloads, seeds")
+        return cls.from_mapping(raw, str(path), _lines(node))
+
+
+def _lines(node) -> dict[str, int]:
+    """'key' and 'key[i]' -> 1-based line in the YAML file, for error messages."""
+    out: dict[str, int] = {}
+    for key_node, value_node in getattr(node, "value", []):
+        if not hasattr(key_node, "value") or not isinstance(key_node.value, str):
+            continue
+        out[key_node.value] = key_node.start_mark.line + 1
+        if isinstance(value_node, yaml.SequenceNode):
+            for i, item in enumerate(value_node.value):
+                out[f"{key_node.value}[{i}]"] = item.start_mark.line + 1
+    return out
 
 
 @dataclass
@@ -54,34 +192,25 @@ def open_parent(tracking_uri: str, experiment: str, run_name: str, tags: dict[st
     return parent_id
 
 
-def run_suite(parent_run_id: str, variants: Sequence[str], workloads: Sequence[str], seeds: Sequence[int],
-              *, tracking_uri: str, experiment: str, duration_s: float | None, slo_latency_s: float,
-              master: str, tags: dict[str, str] | None = None) -> SuiteResult:
-    """Every (variant, workload, seed) as a child run of parent_run_id; a failed run is recorded and the suite goes
-    on (its MLflow run is FAILED with the reason, so the comparison and the promotion see it)."""
+def run_suite(parent_run_id: str, request: SuiteRequest, *, tracking_uri: str, experiment: str, master: str,
+              tags: dict[str, str] | None = None) -> SuiteResult:
+    """Every case as a child run of parent_run_id, one after another; a failed run is recorded and the suite goes on
+    (its MLflow run is FAILED with the reason, so the comparison and the promotion see it)."""
     result = SuiteResult(parent_run_id)
-    cases = [(v, w, s) for w in workloads for v in variants for s in seeds]
+    cases = request.cases()
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (variant, workload, seed) in enumerate(cases):
-            name, params = parse_variant(variant)
+        for i, case in enumerate(cases):
             summary_path = Path(tmp) / f"{i}.json"
-            cmd = [sys.executable, "-m", "jobs.run", "--controller", name, "--workload", workload,
-                   "--seed", str(seed), "--slo-latency", str(slo_latency_s), "--master", master,
-                   "--experiment", experiment, "--tracking-uri", tracking_uri, "--parent-run-id", parent_run_id,
-                   "--run-name", f"{variant} | {workload} | seed {seed}", "--summary-json", str(summary_path)]
-            if duration_s is not None:
-                cmd += ["--duration", str(duration_s)]
-            for p in params:
-                cmd += ["--param", p]
-            for key, value in {"variant": variant, **(tags or {})}.items():
-                cmd += ["--tag", f"{key}={value}"]
-            print(f"\n=== [{i + 1}/{len(cases)}] {variant} on {workload}, seed {seed}", flush=True)
+            args = case.run_args(request, experiment=experiment, tracking_uri=tracking_uri,
+                                 parent_run_id=parent_run_id, tags=tags)
+            cmd = [sys.executable, "-m", "jobs.run", *args, "--master", master, "--summary-json", str(summary_path)]
+            print(f"\n=== [{i + 1}/{len(cases)}] {case.variant} on {case.workload}, seed {case.seed}", flush=True)
             code = subprocess.run(cmd, cwd=REPO_ROOT).returncode
             if code != 0 or not summary_path.exists():
-                result.failed.append(f"{variant} on {workload} seed {seed}")
+                result.failed.append(f"{case.variant} on {case.workload} seed {case.seed}")
                 continue
             summary = json.loads(summary_path.read_text())
-            summary["variant"] = variant
+            summary["variant"] = case.variant
             result.summaries.append(summary)
     return result
 

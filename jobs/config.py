@@ -15,10 +15,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 import controllers
 from controllers.base import ConfigError
 from jobs.topology import Topology, TopologyError, load_topology
 from workloads import WorkloadError, WorkloadSpec, load_workload
+
+
+def param_value(text: str) -> Any:
+    """A controller parameter's value as YAML, so 0.8 is a float, 3 an int, {enrich: 4} a mapping, words strings."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
 
 
 class InputError(ValueError):

@@ -19,7 +19,7 @@ if __package__ in (None, ""):  # run as a script (spark-submit jobs/run.py): mak
 import yaml  # noqa: E402
 
 import controllers  # noqa: E402
-from jobs.config import InputError, RunConfig  # noqa: E402
+from jobs.config import InputError, RunConfig, param_value  # noqa: E402
 from workloads import catalogue_names  # noqa: E402
 
 EPILOG = """controllers:
@@ -34,14 +34,6 @@ examples:
   python -m jobs.run --controller-config my_controller.yaml --workload my_workload.yaml --master spark://127.0.0.1:7077
   python -m jobs.run --champion step        # the configuration promoted for workload class 'step'
 """
-
-
-def _scalar(text: str):
-    """Parse a --param value as YAML, so 0.8 is a float, 3 an int, {enrich: 4} a mapping, and words are strings."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,7 +133,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         params = dict(raw.get("params") or {})
     if not name:
         raise InputError("no controller given: use --controller NAME or --controller-config FILE")
-    params.update({k: _scalar(v) for k, v in _pairs(args.param, "--param").items()})
+    params.update({k: param_value(v) for k, v in _pairs(args.param, "--param").items()})
     return RunConfig(
         controller=name, controller_params=params, workload=args.workload or args.champion or "step",
         duration_s=args.duration,
