@@ -47,6 +47,16 @@ def failure_reason(exc: BaseException) -> str:
     return line.strip()[:1000]
 
 
+# what says that Spark itself could not run the job (not the job's or the controller's doing): a retry may help
+_INFRASTRUCTURE = re.compile(r"Java gateway process exited|Py4JNetworkError|Connection refused|SparkContext was shut "
+                             r"down|Lost executor|ExecutorLostFailure|All masters are unresponsive|"
+                             r"Cannot call methods on a stopped SparkContext|OutOfMemoryError: Java heap")
+
+
+def is_infrastructure_failure(exc: BaseException) -> bool:
+    return isinstance(exc, (ConnectionError, TimeoutError)) or bool(_INFRASTRUCTURE.search(str(exc)))
+
+
 def wait_until_ready(query, timeout_s: float = 120.0) -> None:
     """Block until the query has initialised its source and waits for data, so start-up is not measured."""
     deadline = time.time() + timeout_s

@@ -3,8 +3,9 @@
 The single entry point for every way of running the job:
     python -m jobs.run --controller threshold --workload step --duration 60 --seed 1
     spark-submit --py-files <zip> jobs/run.py --controller static --param degree=2 --workload step
-(Airflow's SparkSubmitOperator uses the second form.) Exit codes: 0 finished, 1 the run failed (its MLflow run
-is FAILED with the reason), 2 bad input (nothing was started).
+(Airflow's SparkSubmitOperator uses the second form.) Exit codes: 0 finished (an SLO miss is a result), 1 the run
+failed (its MLflow run is FAILED with the reason), 2 bad input (nothing was started), 3 Spark itself failed
+(JVM, master, lost executors: the one case a scheduler should retry).
 """
 from __future__ import annotations
 
@@ -76,8 +77,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output-dir", help="checkpoint and sink folder (default .local/runs/<run id>)")
     r.add_argument("--summary-json", metavar="PATH", help="write the run's summary as JSON here")
     r.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
-    r.add_argument("--fail-at-batch", type=int, help=argparse.SUPPRESS)  # failure injection for tests
+    # failure injection for tests; the environment variable reaches a job started by Airflow's SparkSubmitOperator
+    r.add_argument("--fail-at-batch", type=int, default=_env_int("ELASTIC_FAIL_AT_BATCH"), help=argparse.SUPPRESS)
     return p
+
+
+def _env_int(name: str) -> int | None:
+    import os
+
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() else None
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:
@@ -168,10 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted: the MLflow run is marked FAILED", file=sys.stderr)
         return 1
     except Exception as exc:
-        from jobs.experiment import failure_reason
+        from jobs.experiment import failure_reason, is_infrastructure_failure
 
-        print(f"run failed: {failure_reason(exc)}", file=sys.stderr)
-        return 1
+        infrastructure = is_infrastructure_failure(exc)
+        print(f"run failed{' (Spark infrastructure)' if infrastructure else ''}: {failure_reason(exc)}",
+              file=sys.stderr)
+        return 3 if infrastructure else 1
     keys = ("latency_p50_s", "latency_p95_s", "latency_p99_s", "slo_attainment", "cost_slot_seconds",
             "scaling_actions", "records_in", "records_out", "records_lost", "records_duplicated")
     print("summary: " + json.dumps({k: summary.get(k) for k in keys}))
