@@ -77,6 +77,7 @@ class SuiteRequest:
     duration_s: float | None = None
     slo_latency_s: float = 5.0
     slo_target: float = 0.95
+    tolerance: dict[str, float] | None = None  # for regression checks: relative worsening allowed per metric
 
     def cases(self) -> list[Case]:
         return [Case(v, w, s) for w in self.workloads for v in self.variants for s in self.seeds]
@@ -116,6 +117,16 @@ class SuiteRequest:
                 bound = f" and <= {upper}" if upper else ""
                 problems.append(f"{at(key)}: expected a number > 0{bound}, got {value!r}")
             numbers[key] = value
+        tolerance = raw.get("tolerance")
+        if tolerance is not None:
+            from analysis.stats import HIGHER_IS_BETTER
+
+            if not isinstance(tolerance, dict) or not all(
+                    m in HIGHER_IS_BETTER and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                    for m, v in tolerance.items()):
+                problems.append(f"{at('tolerance')}: expected {{metric: fraction >= 0}} with metrics among "
+                                f"{', '.join(HIGHER_IS_BETTER)}, got {tolerance!r}")
+                tolerance = None
         unknown = sorted(set(raw) - {"controllers", "workloads", "seeds", "duration_s", "slo_latency_s",
                                      "slo_target", "tolerance", "description"})
         if unknown:
@@ -141,7 +152,7 @@ class SuiteRequest:
         if problems:
             raise SuiteError("\n".join(problems))
         return cls(tuple(variants), tuple(workloads), tuple(seeds), numbers["duration_s"], numbers["slo_latency_s"],
-                   numbers["slo_target"])
+                   numbers["slo_target"], tolerance)
 
     @classmethod
     def from_file(cls, path: Path) -> "SuiteRequest":

@@ -1,0 +1,163 @@
+"""What the DAGs' tasks do, as plain functions: the DAG files stay thin (the scheduler parses them often) and these
+steps are tested without Airflow.
+
+An experiment is: validate the request -> open a parent MLflow run -> one Spark job per case (submitted by the
+DAG) -> analyse (report on the parent run) -> promote -> close the parent run with the suite's status.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from mlflow.tracking import MlflowClient
+
+from analysis.promote import promote_suite
+from analysis.regression import DEFAULT_TOLERANCE, compare_suites, listing
+from analysis.report import report_for_parent
+from analysis.runs import load_runs
+from analysis.suite import SuiteRequest, open_parent
+from jobs.champion import CHAMPION_ALIAS, model_name
+from jobs.recorder import REPO_ROOT
+
+JOB_ENTRY_POINT = str(REPO_ROOT / "jobs" / "run.py")
+CASE_TAG = "airflow.case"  # the case's index = its mapped task's map_index: how a task finds its MLflow run
+
+
+def champion_variants(tracking_uri: str, workloads: tuple[str, ...]) -> dict[str, str]:
+    """workload -> the champion's configuration as a variant string, for workloads that have one."""
+    from mlflow.exceptions import MlflowException
+
+    import controllers
+
+    client = MlflowClient(tracking_uri)
+    found = {}
+    for workload in workloads:
+        try:
+            version = client.get_model_version_by_alias(model_name(workload), CHAMPION_ALIAS)
+        except MlflowException:
+            continue
+        params = json.loads(version.tags.get("params", "{}"))
+        found[workload] = controllers.config_label(version.tags["controller"], params)
+    return found
+
+
+def prepare(params: dict[str, Any], *, tracking_uri: str, experiment: str, kind: str, dag_id: str, run_id: str,
+            include_champions: bool = True, request: SuiteRequest | None = None) -> dict[str, Any]:
+    """Validate (raises SuiteError before anything is created), add the champions, open the parent run, and return
+    what the Spark tasks need: one jobs/run.py argument list per case, in map-index order."""
+    request = request or SuiteRequest.from_mapping({k: v for k, v in params.items() if k in (
+        "controllers", "workloads", "seeds", "duration_s", "slo_latency_s", "slo_target")})
+    champions = champion_variants(tracking_uri, request.workloads) if include_champions else {}
+    extra = tuple(v for v in dict.fromkeys(champions.values()) if v not in request.variants)
+    if extra:
+        request = replace(request, variants=request.variants + extra)
+    tags = {"kind": kind, "airflow.dag_id": dag_id, "airflow.run_id": run_id}
+    parent = open_parent(tracking_uri, experiment, f"{dag_id} {run_id}", tags,
+                         {"controllers": " | ".join(request.variants), "workloads": " | ".join(request.workloads),
+                          "seeds": ",".join(map(str, request.seeds)), "duration_s": request.duration_s,
+                          "slo.latency_s": request.slo_latency_s, "slo.target": request.slo_target})
+    client = MlflowClient(tracking_uri)
+    client.log_dict(parent, {**asdict(request), "champions": champions}, "suite.json")
+    cases = []
+    for i, case in enumerate(request.cases()):
+        args = case.run_args(request, experiment=experiment, tracking_uri=tracking_uri, parent_run_id=parent,
+                             tags={"airflow.dag_id": dag_id, "airflow.run_id": run_id, CASE_TAG: str(i)})
+        cases.append(args)
+    return {"parent_run_id": parent, "cases": cases, "champions": champions, "case_count": len(cases),
+            "tolerance": request.tolerance}
+
+
+def case_run(tracking_uri: str, parent_run_id: str, case_index: int):
+    """The MLflow run of one case (None if its job never got as far as creating it)."""
+    client = MlflowClient(tracking_uri)
+    parent = client.get_run(parent_run_id)
+    found = client.search_runs([parent.info.experiment_id], max_results=1,
+                               filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}' and "
+                                             f"tags.`{CASE_TAG}` = '{case_index}'")
+    return found[0] if found else None
+
+
+def analyse(tracking_uri: str, parent_run_id: str, case_count: int) -> str:
+    """The report on the parent run; runs the suite expected but that never started are named."""
+    runs = load_runs(tracking_uri, parent_run_id=parent_run_id)
+    path = report_for_parent(tracking_uri, parent_run_id)
+    missing = case_count - len(runs)
+    text = f"report: {path}; {len(runs)} of {case_count} runs recorded, {(runs['status'] == 'FINISHED').sum()} finished"
+    if missing > 0:
+        MlflowClient(tracking_uri).set_tag(parent_run_id, "missing_runs", str(missing))
+        text += f"; {missing} case(s) never started a run"
+    return text
+
+
+def promote(tracking_uri: str, parent_run_id: str) -> list[str]:
+    decisions = promote_suite(tracking_uri, parent_run_id)
+    report_for_parent(tracking_uri, parent_run_id, decisions=decisions)  # the report shows the decision too
+    return [d.summary() for d in decisions]
+
+
+def close(tracking_uri: str, parent_run_id: str, case_count: int) -> str:
+    """FINISHED only if every case finished; anything else leaves the parent FAILED (and so never promoted)."""
+    runs = load_runs(tracking_uri, parent_run_id=parent_run_id)
+    ok = len(runs) == case_count and (runs["status"] == "FINISHED").all()
+    status = "FINISHED" if ok else "FAILED"
+    MlflowClient(tracking_uri).set_terminated(parent_run_id, status)
+    return status
+
+
+def previous_nightly(tracking_uri: str, experiment: str, dag_id: str, before_run: str) -> str | None:
+    """The latest finished nightly parent run other than `before_run` (the reference for tonight)."""
+    client = MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return None
+    for run in client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=20,
+                                  filter_string=f"tags.kind = 'nightly' and tags.`airflow.dag_id` = '{dag_id}' "
+                                                "and attributes.status = 'FINISHED'"):
+        if run.info.run_id != before_run:
+            return run.info.run_id
+    return None
+
+
+def nightly_verdict(tracking_uri: str, parent_run_id: str, baselines: dict[str, str | None],
+                    tolerance: dict[str, float] | None) -> tuple[bool, str]:
+    """(passed, message) comparing tonight's suite with each baseline (name -> parent run id)."""
+    lines, passed = [], True
+    for name, baseline in baselines.items():
+        if not baseline:
+            lines.append(f"{name}: no baseline yet")
+            continue
+        found, problems = compare_suites(tracking_uri, baseline, parent_run_id, tolerance or DEFAULT_TOLERANCE)
+        passed &= not found and not problems
+        lines.append(f"against {name} ({baseline}):\n" + "\n".join("  " + x for x in listing(found, problems)
+                                                                    .splitlines()))
+    message = "\n".join(lines)
+    MlflowClient(tracking_uri).log_text(parent_run_id, message + "\n", "nightly/verdict.txt")
+    MlflowClient(tracking_uri).set_tag(parent_run_id, "nightly.verdict", "pass" if passed else "REGRESSION")
+    return passed, message
+
+
+def suite_file(path: str) -> SuiteRequest:
+    """A suite file given relative to the project (as the nightly DAG's param is) or absolute."""
+    candidate = Path(path)
+    return SuiteRequest.from_file(candidate if candidate.is_absolute() else REPO_ROOT / candidate)
+
+
+def champion_suites(tracking_uri: str, parent_run_id: str) -> dict[str, str]:
+    """'champion of W' -> the parent run of the suite that promoted W's champion, for the workloads of this suite:
+    the champions' recorded results a nightly is compared with."""
+    from mlflow.exceptions import MlflowException
+
+    client = MlflowClient(tracking_uri)
+    workloads = sorted(set(load_runs(tracking_uri, parent_run_id=parent_run_id)["workload"]))
+    found = {}
+    for workload in workloads:
+        try:
+            version = client.get_model_version_by_alias(model_name(workload), CHAMPION_ALIAS)
+        except MlflowException:
+            continue
+        if version.run_id and version.run_id != parent_run_id:
+            found[f"champion of {workload} (version {version.version})"] = version.run_id
+    return found
+
