@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test bench mlflow-ui clean
+.PHONY: setup demo test bench mlflow-ui airflow airflow-stop clean
 
 $(STAMP): requirements.txt constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,9 +23,16 @@ test: setup  ## run the test suite (unit + integration on real local Spark and M
 bench: setup  ## run the benchmarks (docs/benchmarks.md); never together with another heavy job
 	$(BIN)/python -m benchmarks.workloads
 	$(BIN)/python -m benchmarks.foundation
+	$(BIN)/python -m benchmarks.dag_parse
 
 mlflow-ui: setup  ## MLflow UI on the embedded store: http://127.0.0.1:5000
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/.local/mlflow.db --host 127.0.0.1 --port 5000
+
+airflow: setup  ## local stack on loopback: Airflow http://127.0.0.1:8080 + MLflow server http://127.0.0.1:5000
+	$(BIN)/python -m deploy.local_stack start
+
+airflow-stop:  ## stop the local stack started by `make airflow`
+	$(BIN)/python -m deploy.local_stack stop
 
 clean:  ## remove local results (MLflow store, artifacts, checkpoints); keeps .venv
 	rm -rf .local

@@ -1,0 +1,164 @@
+"""
+### Elasticity experiment: which controller configuration wins on which workload
+
+Trigger with the controller configurations, workloads and seeds to compare. Every (configuration x workload x seed)
+runs as one Spark Structured Streaming job (`jobs/run.py`, submitted with `spark-submit`), all replaying the same
+workload, **one after another** (pool `elastic_streaming_runs`: concurrent streaming runs would spoil each other's
+timings). The current champion of each workload is added to the comparison.
+
+Tasks: `validate` (bad params fail here, before any Spark job) -> `open_suite` (parent MLflow run) -> `run_case`
+(one mapped task per case; its **MLflow run** button opens the case's run) -> `analyse` (the report on the parent
+run; its button opens the parent) -> `promote` (champion/challenger rule in the MLflow registry; skipped if any
+case failed) -> `close` (parent run FINISHED, or FAILED if any case did not finish).
+
+A controller that misses the SLO is a result, not a failure; only infrastructure failures (Spark could not run the
+job) are retried. Configurations are written `controller[:param=value,...]`, e.g. `threshold:cooldown_s=6` or
+`static:degree=1,degrees={enrich: 3}`; workloads are catalogue names (see the README).
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pendulum
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import Param, TriggerRule, dag, task
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from elastic_streaming import (
+    LINK_XCOM_KEY,
+    OWNER,
+    SPARK_POOL,
+    SparkInfrastructureRetry,
+    experiment_name,
+    push_case_run_link,
+    run_url,
+    spark_env,
+    spark_submit_binary,
+    tracking_uri,
+)
+
+JOB_ENTRY_POINT = str(Path(__file__).resolve().parent.parent / "jobs" / "run.py")
+
+
+@dag(
+    dag_id="elastic_experiment",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=4,  # runs queue in the pool; their Spark jobs never overlap
+    doc_md=__doc__,
+    tags=["elastic-streaming", "experiment"],
+    default_args={"owner": OWNER, "retries": 0},
+    params={
+        "controllers": Param(["static:degree=1", "static:degree=1,degrees={enrich: 3}", "threshold"], type="array",
+                             items={"type": "string", "minLength": 1}, minItems=1,
+                             description="controller configurations, controller[:param=value,...]"),
+        "workloads": Param(["step"], type="array", items={"type": "string", "minLength": 1}, minItems=1,
+                           description="catalogue names (or YAML spec paths on the workers)"),
+        "seeds": Param([1, 2, 3, 4], type="array", items={"type": "integer", "minimum": 0}, minItems=1,
+                       description="one run per seed; >= 4 seeds are needed for a significant difference"),
+        "duration_s": Param(60, type="number", exclusiveMinimum=0, description="seconds of workload per run"),
+        "slo_latency_s": Param(5.0, type="number", exclusiveMinimum=0, description="latency bound, seconds"),
+        "slo_target": Param(0.95, type="number", exclusiveMinimum=0, maximum=1,
+                            description="fraction of events that must meet the bound"),
+        "spark_conn_id": Param("spark_default", type="string", minLength=1,
+                               description="Airflow connection of the Spark master (local[N] or spark://host:port)"),
+        "include_champions": Param(True, type="boolean", description="add each workload's champion to the runs"),
+        "promote": Param(True, type="boolean", description="apply the champion/challenger rule afterwards"),
+    },
+)
+def elastic_experiment():
+    @task
+    def validate(params=None) -> dict:
+        from airflow.sdk import Connection
+
+        from analysis.suite import SuiteError, SuiteRequest
+
+        problems = []
+        try:
+            SuiteRequest.from_mapping({k: params[k] for k in ("controllers", "workloads", "seeds", "duration_s",
+                                                             "slo_latency_s", "slo_target")})
+        except SuiteError as exc:
+            problems.append(str(exc))
+        try:
+            Connection.get(params["spark_conn_id"])
+        except Exception:  # the Spark hook would silently fall back to yarn: say it here instead
+            problems.append(f"params.spark_conn_id: no Airflow connection {params['spark_conn_id']!r} (create it, "
+                            "e.g. AIRFLOW_CONN_SPARK_DEFAULT='{\"conn_type\": \"spark\", \"host\": \"local[2]\"}')")
+        if problems:
+            raise AirflowFailException("invalid request:\n" + "\n".join(problems))
+        return dict(params)
+
+    @task
+    def open_suite(request: dict, dag_run=None) -> dict:
+        from analysis.orchestration import prepare
+
+        suite = prepare(request, tracking_uri=tracking_uri(), experiment=experiment_name(), kind="experiment",
+                        dag_id=dag_run.dag_id, run_id=dag_run.run_id,
+                        include_champions=request["include_champions"])
+        suite["case_kwargs"] = [{"application_args": args, "conn_id": request["spark_conn_id"]}
+                                for args in suite.pop("cases")]
+        return suite
+
+    @task
+    def cases(suite: dict) -> list[dict]:
+        """One entry per case, in map-index order: the arguments of its Spark job and the Spark connection."""
+        return suite["case_kwargs"]
+
+    suite = open_suite(validate())
+    runs = SparkSubmitOperator.partial(
+        task_id="run_case",
+        application=JOB_ENTRY_POINT,
+        name="elastic-{{ dag_run.run_id }}-{{ ti.map_index }}",
+        spark_binary=spark_submit_binary(),
+        env_vars=spark_env(),
+        pool=SPARK_POOL,
+        retries=2,
+        retry_delay=timedelta(seconds=30),
+        retry_policy=SparkInfrastructureRetry(),
+        execution_timeout=timedelta(hours=2),
+        post_execute=push_case_run_link,
+        on_failure_callback=push_case_run_link,
+    ).expand_kwargs(cases(suite))
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def analyse(ti=None) -> str:
+        from mlflow.tracking import MlflowClient
+
+        from analysis.orchestration import analyse as analyse_suite
+
+        suite = ti.xcom_pull(task_ids="open_suite")
+        if not suite:
+            raise AirflowSkipException("no suite was opened (the request was invalid)")
+        parent = MlflowClient(tracking_uri()).get_run(suite["parent_run_id"])
+        ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(parent.info.experiment_id, parent.info.run_id))
+        return analyse_suite(tracking_uri(), suite["parent_run_id"], suite["case_count"])
+
+    @task
+    def promote(ti=None, params=None) -> list[str]:
+        from analysis.orchestration import promote as promote_suite
+
+        if not params["promote"]:
+            raise AirflowSkipException("promotion switched off for this run (params.promote)")
+        return promote_suite(tracking_uri(), ti.xcom_pull(task_ids="open_suite")["parent_run_id"])
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def close(ti=None) -> str:
+        from analysis.orchestration import close as close_suite
+
+        suite = ti.xcom_pull(task_ids="open_suite")
+        if not suite:
+            raise AirflowFailException("the request was invalid: nothing was run (see the validate task)")
+        status = close_suite(tracking_uri(), suite["parent_run_id"], suite["case_count"])
+        if status != "FINISHED":
+            raise AirflowFailException(f"the suite did not complete: parent MLflow run {suite['parent_run_id']} is "
+                                       f"{status} (see the failed run_case tasks); nothing was promoted")
+        return status
+
+    report = analyse()
+    promotion = promote()
+    runs >> report >> promotion >> close()
+    runs >> promotion  # promote only when every case succeeded (all_success over the mapped runs too)
+
+
+elastic_experiment()

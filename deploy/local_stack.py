@@ -1,0 +1,122 @@
+"""The local stack for interactive use, on loopback only: Airflow (standalone: api-server, scheduler, dag-processor,
+triggerer) with the project's DAGs and plugins, and an MLflow tracking server (SQLite backend, local artifacts).
+
+    python -m deploy.local_stack start     # or: make airflow
+    python -m deploy.local_stack stop      # or: make airflow-stop
+    python -m deploy.local_stack status
+
+Airflow UI http://127.0.0.1:8080 (user admin, password in .local/airflow/simple_auth_manager_passwords.json.generated),
+MLflow UI http://127.0.0.1:5000. State lives in .local/ (the same MLflow store `make demo` writes to). Both
+servers run in their own process groups, recorded in .local/stack/*.pid, so `stop` ends exactly what `start` began.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from deploy.airflow_env import LOCAL, airflow_env
+
+STACK = LOCAL / "stack"
+AIRFLOW_PORT, MLFLOW_PORT = 8080, 5000
+POOL = ("elastic_streaming_runs", "1", "streaming runs share this machine: one at a time")
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, **airflow_env(mlflow_ui_url=f"http://127.0.0.1:{MLFLOW_PORT}", api_port=AIRFLOW_PORT)}
+
+
+def _start(name: str, cmd: list[str], env: dict[str, str]) -> int:
+    STACK.mkdir(parents=True, exist_ok=True)
+    log = open(STACK / f"{name}.log", "ab")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    (STACK / f"{name}.pid").write_text(str(proc.pid))
+    return proc.pid
+
+
+def _alive(name: str) -> int | None:
+    pid_file = STACK / f"{name}.pid"
+    if not pid_file.exists():
+        return None
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return None
+    return pid
+
+
+def _wait_http(url: str, timeout_s: float) -> bool:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=3) as response:
+                if response.status < 500:
+                    return True
+        except OSError:
+            time.sleep(1)
+    return False
+
+
+def start() -> int:
+    env = _env()
+    bin_dir = Path(sys.executable).parent
+    subprocess.run([str(bin_dir / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
+    subprocess.run([str(bin_dir / "airflow"), "pools", "set", *POOL], env=env, check=True, capture_output=True)
+    if not _alive("mlflow"):
+        LOCAL.mkdir(exist_ok=True)
+        _start("mlflow", [str(bin_dir / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(MLFLOW_PORT),
+                          "--backend-store-uri", env["MLFLOW_TRACKING_URI"],
+                          "--default-artifact-root", (LOCAL / "mlartifacts").as_uri()], env)
+    if not _alive("airflow"):
+        _start("airflow", [str(bin_dir / "airflow"), "standalone"], env)
+    ok_mlflow = _wait_http(f"http://127.0.0.1:{MLFLOW_PORT}/health", 120)
+    ok_airflow = _wait_http(f"http://127.0.0.1:{AIRFLOW_PORT}/api/v2/monitor/health", 240)
+    passwords = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
+    print(f"""MLflow UI   http://127.0.0.1:{MLFLOW_PORT}   {'up' if ok_mlflow else 'NOT UP: see ' + str(STACK / 'mlflow.log')}
+Airflow UI  http://127.0.0.1:{AIRFLOW_PORT}   {'up' if ok_airflow else 'NOT UP: see ' + str(STACK / 'airflow.log')}
+            user admin, password in {passwords}
+Trigger an experiment from the UI (DAG elastic_experiment, "Trigger" with its form) or the CLI:
+    eval "$(.venv/bin/python -m deploy.airflow_env)"
+    airflow dags unpause elastic_experiment
+    airflow dags trigger elastic_experiment --conf '{{"controllers": ["static", "threshold"], "seeds": [1, 2, 3, 4]}}'
+Stop with: make airflow-stop""")
+    return 0 if ok_mlflow and ok_airflow else 1
+
+
+def stop() -> int:
+    for name in ("airflow", "mlflow"):
+        pid = _alive(name)
+        if pid is None:
+            continue
+        for sig, wait_s in ((signal.SIGINT, 15), (signal.SIGTERM, 5), (signal.SIGKILL, 0)):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.time() + wait_s
+            while time.time() < deadline and _alive(name):
+                time.sleep(0.5)
+            if not _alive(name):
+                break
+        (STACK / f"{name}.pid").unlink(missing_ok=True)
+        print(f"stopped {name} (process group {pid})")
+    return 0
+
+
+def status() -> int:
+    for name in ("airflow", "mlflow"):
+        pid = _alive(name)
+        print(f"{name}: {'running, process group ' + str(pid) if pid else 'stopped'}")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m deploy.local_stack", description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=("start", "stop", "status"))
+    sys.exit({"start": start, "stop": stop, "status": status}[parser.parse_args().action]())

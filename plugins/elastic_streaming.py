@@ -1,0 +1,130 @@
+"""The Airflow side of the project: an "MLflow run" link on tasks, and the small helpers the DAG files share.
+
+Link: every task that pushes an MLflow run URL to XCom (key `mlflow_run_url`) shows an "MLflow run" button in the
+Airflow UI — the experiment tasks link to their own run, the analysis task to the parent run with the report. The
+MLflow UI's address comes from configuration, never from code:
+
+    [elastic_streaming]                 # airflow.cfg, or AIRFLOW__ELASTIC_STREAMING__MLFLOW_UI_URL=...
+    mlflow_ui_url = http://127.0.0.1:5000
+    mlflow_tracking_uri = sqlite:////path/to/mlflow.db     # where tasks record (default: $MLFLOW_TRACKING_URI)
+
+Nothing heavy is imported here at module level: the scheduler imports this with every DAG file it parses.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from airflow.plugins_manager import AirflowPlugin
+from airflow.sdk import BaseOperatorLink, RetryDecision, RetryPolicy
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+if str(PROJECT_ROOT) not in sys.path:  # tasks import analysis/ and jobs/ from the project
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+SECTION = "elastic_streaming"
+LINK_XCOM_KEY = "mlflow_run_url"
+SPARK_POOL = "elastic_streaming_runs"  # caps concurrent streaming runs at what the cluster holds (1 locally)
+OWNER = "elastic-streaming"
+
+
+def _conf(key: str, fallback: str | None) -> str | None:
+    from airflow.configuration import conf
+
+    return conf.get(SECTION, key, fallback=fallback)
+
+
+def mlflow_ui_url() -> str:
+    return (_conf("mlflow_ui_url", None) or "http://127.0.0.1:5000").rstrip("/")
+
+
+def tracking_uri() -> str:
+    configured = _conf("mlflow_tracking_uri", None)
+    if configured:
+        return configured
+    from jobs.recorder import default_tracking_uri
+
+    return default_tracking_uri()
+
+
+def experiment_name() -> str:
+    return _conf("mlflow_experiment", None) or "elastic-streaming"
+
+
+def run_url(experiment_id: str, run_id: str) -> str:
+    return f"{mlflow_ui_url()}/#/experiments/{experiment_id}/runs/{run_id}"
+
+
+def spark_submit_binary() -> str:
+    """spark-submit of the interpreter running Airflow (the pyspark install), unless PATH has another first."""
+    beside = Path(sys.executable).parent / "spark-submit"
+    return str(beside) if beside.exists() else "spark-submit"
+
+
+def spark_env() -> dict[str, str]:
+    """The Spark driver and workers must run the interpreter that has the project's dependencies."""
+    return {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+
+
+def push_case_run_link(context, result=None) -> None:
+    """After a case's Spark job (success or failure): find its MLflow run and put the link on the task."""
+    from analysis.orchestration import case_run
+
+    ti = context["ti"]
+    suite = ti.xcom_pull(task_ids="open_suite")
+    if not suite:
+        return
+    run = case_run(tracking_uri(), suite["parent_run_id"], ti.map_index)
+    if run is not None:
+        ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(run.info.experiment_id, run.info.run_id))
+
+
+class SparkInfrastructureRetry(RetryPolicy):
+    """Retry a case only when the infrastructure failed, never because of what the controller did.
+
+    jobs/run.py exits 0 when the run finished (an SLO miss is a result), 2 on bad input, 1 when the run failed
+    (the job or the controller broke: a result to look at, not to hide by retrying) and 3 when Spark itself could
+    not run it (JVM, master, executors lost). spark-submit dying without an exit code (killed, not found) is
+    infrastructure too."""
+
+    def evaluate(self, exception, try_number, max_tries, context=None) -> RetryDecision:
+        match = re.search(r"Error code is: (-?\d+)", str(exception))
+        code = int(match.group(1)) if match else None
+        if code in (1, 2):
+            return RetryDecision.fail(reason=f"the run itself failed (exit {code}): not an infrastructure problem")
+        return RetryDecision.retry(delay=timedelta(seconds=30), reason=f"infrastructure failure (exit {code})")
+
+
+def _read_xcom(ti_key, key: str):
+    """XCom as the API server reads it (plugin links are evaluated there, without the task's SDK channel)."""
+    import json
+
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = session.execute(XComModel.get_many(key=key, run_id=ti_key.run_id, dag_ids=ti_key.dag_id,
+                                                 task_ids=ti_key.task_id, map_indexes=ti_key.map_index)
+                              .with_only_columns(XComModel.value)).first()
+    if row is None:
+        return None
+    try:
+        return json.loads(row.value)
+    except (TypeError, ValueError):
+        return row.value
+
+
+class MlflowRunLink(BaseOperatorLink):
+    name = "MLflow run"
+
+    def get_link(self, operator, *, ti_key) -> str:
+        return _read_xcom(ti_key, LINK_XCOM_KEY) or ""  # "" shows the button disabled
+
+
+class ElasticStreamingPlugin(AirflowPlugin):
+    name = "elastic_streaming"
+    global_operator_extra_links = [MlflowRunLink()]
