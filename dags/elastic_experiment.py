@@ -18,26 +18,11 @@ job) are retried. Configurations are written `controller[:param=value,...]`, e.g
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 import pendulum
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Param, TriggerRule, dag, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-from elastic_streaming import (
-    LINK_XCOM_KEY,
-    OWNER,
-    SPARK_POOL,
-    SparkInfrastructureRetry,
-    experiment_name,
-    push_case_run_link,
-    run_url,
-    spark_env,
-    spark_submit_binary,
-    tracking_uri,
-)
-
-JOB_ENTRY_POINT = str(Path(__file__).resolve().parent.parent / "jobs" / "run.py")
+from elastic_streaming import LINK_XCOM_KEY, OWNER, experiment_name, run_url, submit_cases, tracking_uri
 
 
 @dag(
@@ -106,20 +91,8 @@ def elastic_experiment():
         return suite["case_kwargs"]
 
     suite = open_suite(validate())
-    runs = SparkSubmitOperator.partial(
-        task_id="run_case",
-        application=JOB_ENTRY_POINT,
-        name="elastic-{{ dag_run.run_id }}-{{ ti.map_index }}",
-        spark_binary=spark_submit_binary(),
-        env_vars=spark_env(),
-        pool=SPARK_POOL,
-        retries=2,
-        retry_delay=timedelta(seconds=30),
-        retry_policy=SparkInfrastructureRetry(),
-        execution_timeout=timedelta(hours=2),
-        post_execute=push_case_run_link,
-        on_failure_callback=push_case_run_link,
-    ).expand_kwargs(cases(suite))
+    runs = submit_cases(cases(suite), name="elastic-{{ dag_run.run_id }}-{{ ti.map_index }}",
+                        timeout=timedelta(hours=2))
 
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def analyse(ti=None) -> str:

@@ -78,8 +78,10 @@ def start() -> int:
     ok_mlflow = _wait_http(f"http://127.0.0.1:{MLFLOW_PORT}/health", 120)
     ok_airflow = _wait_http(f"http://127.0.0.1:{AIRFLOW_PORT}/api/v2/monitor/health", 240)
     passwords = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
-    print(f"""MLflow UI   http://127.0.0.1:{MLFLOW_PORT}   {'up' if ok_mlflow else 'NOT UP: see ' + str(STACK / 'mlflow.log')}
-Airflow UI  http://127.0.0.1:{AIRFLOW_PORT}   {'up' if ok_airflow else 'NOT UP: see ' + str(STACK / 'airflow.log')}
+    mlflow_state = "up" if ok_mlflow else f"NOT UP: see {STACK / 'mlflow.log'}"
+    airflow_state = "up" if ok_airflow else f"NOT UP: see {STACK / 'airflow.log'}"
+    print(f"""MLflow UI   http://127.0.0.1:{MLFLOW_PORT}   {mlflow_state}
+Airflow UI  http://127.0.0.1:{AIRFLOW_PORT}   {airflow_state}
             user admin, password in {passwords}
 Trigger an experiment from the UI (DAG elastic_experiment, "Trigger" with its form) or the CLI:
     eval "$(.venv/bin/python -m deploy.airflow_env)"

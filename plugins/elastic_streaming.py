@@ -25,6 +25,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:  # tasks import analysis/ and jobs/ from the project
     sys.path.insert(0, str(PROJECT_ROOT))
 
+JOB_ENTRY_POINT = str(PROJECT_ROOT / "jobs" / "run.py")
 SECTION = "elastic_streaming"
 LINK_XCOM_KEY = "mlflow_run_url"
 SPARK_POOL = "elastic_streaming_runs"  # caps concurrent streaming runs at what the cluster holds (1 locally)
@@ -81,6 +82,27 @@ def push_case_run_link(context, result=None) -> None:
     run = case_run(tracking_uri(), suite["parent_run_id"], ti.map_index)
     if run is not None:
         ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(run.info.experiment_id, run.info.run_id))
+
+
+def submit_cases(case_kwargs, *, name: str, timeout: timedelta):
+    """One mapped spark-submit of jobs/run.py per case (kwargs: application_args, conn_id), in the shared pool, with
+    the MLflow link and retries for infrastructure failures only — the same for every DAG that runs suites."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    return SparkSubmitOperator.partial(
+        task_id="run_case",
+        application=JOB_ENTRY_POINT,
+        name=name,
+        spark_binary=spark_submit_binary(),
+        env_vars=spark_env(),
+        pool=SPARK_POOL,
+        retries=2,
+        retry_delay=timedelta(seconds=30),
+        retry_policy=SparkInfrastructureRetry(),
+        execution_timeout=timeout,
+        post_execute=push_case_run_link,
+        on_failure_callback=push_case_run_link,
+    ).expand_kwargs(case_kwargs)
 
 
 class SparkInfrastructureRetry(RetryPolicy):
