@@ -57,9 +57,10 @@ def _ranking_table(ranked: pd.DataFrame, runs: pd.DataFrame) -> str:
     extra = runs[runs["status"] == "FINISHED"].groupby("config").agg(
         lost=("records_lost", "sum"), dup=("records_duplicated", "sum"), actions=("scaling_actions", "mean"),
         oscillations=("oscillations", "mean"), backlog=("backlog_integral_event_s", "mean"),
-        to_oracle=("cost_to_oracle", "mean"))
+        to_oracle=("cost_to_oracle", "mean"), core_s=("cost_executor_core_seconds", "mean"))
     head = ("<tr><th>rank</th><th>configuration</th><th>seeds</th><th>SLO attainment [95 % CI]</th>"
-            "<th>cost slot-s [95 % CI]</th><th>p99 latency s [95 % CI]</th><th>cost / oracle</th>"
+            "<th>cost slot-s [95 % CI]</th><th>executor core-s</th><th>p99 latency s [95 % CI]</th>"
+            "<th>cost / oracle</th>"
             "<th>scaling actions</th><th>oscillations</th><th>backlog event-s</th><th>lost / dup</th></tr>")
     rows = []
     for _, r in ranked.iterrows():
@@ -69,7 +70,8 @@ def _ranking_table(ranked: pd.DataFrame, runs: pd.DataFrame) -> str:
         rows.append(
             f'<tr class="{cls}"><td>{r["rank"]}</td><td class="l">{html.escape(r["config"])}{tie}</td>'
             f'<td>{r["runs"]}</td><td>{_ci(r, "slo_attainment", ".3f")}</td><td>{_ci(r, "cost_slot_seconds", ".0f")}'
-            f'</td><td>{_ci(r, "latency_p99_s", ".2f")}</td>'
+            f'</td><td>{"–" if pd.isna(e["core_s"]) else format(e["core_s"], ".0f")}</td>'
+            f'<td>{_ci(r, "latency_p99_s", ".2f")}</td>'
             f'<td>{"–" if pd.isna(e["to_oracle"]) else format(e["to_oracle"], ".2f")}</td>'
             f'<td>{e["actions"]:.1f}</td><td>{0 if pd.isna(e["oscillations"]) else e["oscillations"]:.1f}</td>'
             f'<td>{0 if pd.isna(e["backlog"]) else e["backlog"]:.0f}</td>'
@@ -106,58 +108,69 @@ def _decision_html(d: Decision) -> str:
             f"<ul>{reasons}</ul>")
 
 
+TIMELINES_CAPTION = ("<h3>Over time (first seed of each configuration)</h3><p>Top: arrival rate and the capacity the "
+                     "job had at its degrees (records ÷ batch time); the job keeps up while capacity is above "
+                     "arrivals. Middle: p99 latency per batch against the SLO. Bottom: each operator's degree as the "
+                     "controller set it.</p>")
+
+
+def _figures(client: MlflowClient, workload: str, finished: pd.DataFrame, ranked: pd.DataFrame, front: list[str],
+             target: float, slo_latency: float, figures: Path, scratch: Path) -> list[str]:
+    part = []
+    series = []
+    for config in ranked["config"]:
+        first = finished[finished["config"] == config].sort_values("seed").iloc[0]
+        batches = _batches(client, first["run_id"], scratch / first["run_id"])
+        if batches is not None and len(batches):
+            series.append((f"{config} (seed {first['seed']})", batches))
+    if series:
+        png = workload_timelines_png(workload, series, slo_latency, figures / f"{workload}-timelines.png")
+        part.append(TIMELINES_CAPTION + _img(png, f"timelines {workload}"))
+    bars = interval_bars_png(ranked, workload, target, figures / f"{workload}-intervals.png")
+    pareto = pareto_png(ranked, front, workload, figures / f"{workload}-pareto.png")
+    return part + ["<h3>How sure we are</h3>", _img(bars, f"intervals {workload}"),
+                   "<h3>Cost against SLO violations</h3>", _img(pareto, f"pareto {workload}")]
+
+
+def _workload_section(client: MlflowClient, workload: str, group: pd.DataFrame, target: float,
+                      decision: Decision | None, figures: Path, scratch: Path) -> str:
+    slo_latency = group["slo_latency_s"].dropna().max()
+    part = [f'<h2 id="w-{workload}">Workload {html.escape(workload)}</h2>',
+            f"<p>SLO: latency ≤ {slo_latency:g} s for {target:.0%} of events. Means over seeds with 95 % "
+            "bootstrap intervals.</p>"]
+    finished = group[group["status"] == "FINISHED"]
+    if finished.empty:
+        part.append("<p><b>No run finished.</b></p>")
+    else:
+        ranked = stats.rank(finished, target)
+        front = stats.pareto_front(ranked)
+        part += [_verdict(ranked, target), _ranking_table(ranked, group),
+                 f"<p>Pareto front (cost vs SLO violations): {html.escape(', '.join(front))}</p>",
+                 *_figures(client, workload, finished, ranked, front, target, slo_latency, figures, scratch)]
+    bad = group[group["status"] != "FINISHED"]
+    if len(bad):
+        items = "".join(f"<li>{html.escape(str(r['config']))} seed {r['seed']}: {r['status']}"
+                        f"{' — ' + html.escape(str(r['failure_reason'])) if r['failure_reason'] else ''} "
+                        f"<small>(run {r['run_id']})</small></li>" for _, r in bad.iterrows())
+        part.append(f"<h3>Runs that did not finish (excluded, never promoted)</h3><ul>{items}</ul>")
+    part.append("<h3>Promotion</h3>")
+    part.append(_decision_html(decision) if decision else "<p>No promotion was run for this report.</p>")
+    return "\n".join(part)
+
+
 def write_report(client: MlflowClient, runs: pd.DataFrame, out_dir: Path, title: str,
                  decisions: Sequence[Decision] = (), slo_target: float | None = None,
                  parent_run_id: str | None = None) -> Path:
     """Write report.html (figures embedded) and figures/*.png into out_dir; returns the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures = out_dir / "figures"
     by_class = {d.workload_class: d for d in decisions}
     sections, index = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for workload, group in runs.groupby("workload", sort=True):
-            anchor = f"w-{workload}"
-            index.append(f'<li><a href="#{anchor}">{html.escape(workload)}</a></li>')
+            index.append(f'<li><a href="#w-{workload}">{html.escape(workload)}</a></li>')
             target = slo_target if slo_target is not None else float(group["slo_target"].dropna().max() or 0.95)
-            slo_latency = group["slo_latency_s"].dropna().max()
-            part = [f'<h2 id="{anchor}">Workload {html.escape(workload)}</h2>',
-                    f"<p>SLO: latency ≤ {slo_latency:g} s for {target:.0%} of events. Means over seeds with 95 % "
-                    "bootstrap intervals.</p>"]
-            finished = group[group["status"] == "FINISHED"]
-            if finished.empty:
-                part.append("<p><b>No run finished.</b></p>")
-            else:
-                ranked = stats.rank(finished, target)
-                front = stats.pareto_front(ranked)
-                part += [_verdict(ranked, target), _ranking_table(ranked, group),
-                         f"<p>Pareto front (cost vs SLO violations): {html.escape(', '.join(front))}</p>"]
-                series = []
-                for config in ranked["config"]:
-                    first = finished[finished["config"] == config].sort_values("seed").iloc[0]
-                    batches = _batches(client, first["run_id"], Path(tmp) / first["run_id"])
-                    if batches is not None and len(batches):
-                        series.append((f"{config} (seed {first['seed']})", batches))
-                if series:
-                    png = workload_timelines_png(workload, series, slo_latency, figures / f"{workload}-timelines.png")
-                    part.append("<h3>Over time (first seed of each configuration)</h3>"
-                                "<p>Top: arrival rate and the capacity the job had at its degrees (records ÷ batch "
-                                "time); the job keeps up while capacity is above arrivals. Middle: p99 latency per "
-                                "batch against the SLO. Bottom: each operator's degree as the controller set it.</p>"
-                                + _img(png, f"timelines {workload}"))
-                bars = interval_bars_png(ranked, workload, target, figures / f"{workload}-intervals.png")
-                pareto = pareto_png(ranked, front, workload, figures / f"{workload}-pareto.png")
-                part += ["<h3>How sure we are</h3>", _img(bars, f"intervals {workload}"),
-                         "<h3>Cost against SLO violations</h3>", _img(pareto, f"pareto {workload}")]
-            bad = group[group["status"] != "FINISHED"]
-            if len(bad):
-                items = "".join(f"<li>{html.escape(str(r['config']))} seed {r['seed']}: {r['status']}"
-                                f"{' — ' + html.escape(str(r['failure_reason'])) if r['failure_reason'] else ''} "
-                                f"<small>(run {r['run_id']})</small></li>" for _, r in bad.iterrows())
-                part.append(f"<h3>Runs that did not finish (excluded, never promoted)</h3><ul>{items}</ul>")
-            part.append("<h3>Promotion</h3>")
-            part.append(_decision_html(by_class[workload]) if workload in by_class
-                        else "<p>No promotion was run for this report.</p>")
-            sections.append("\n".join(part))
+            sections.append(_workload_section(client, workload, group, target, by_class.get(workload),
+                                              out_dir / "figures", Path(tmp)))
     rules = (f'<div class="rule"><p><b>Ranking rule.</b> {html.escape(_rule_text(stats.__doc__, "RANKING RULE."))}'
              f'</p><p><b>Promotion rule.</b> {html.escape(_rule_text(decision_rule.__doc__, "PROMOTION RULE."))}'
              "</p></div>")
