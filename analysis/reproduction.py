@@ -47,7 +47,11 @@ class Claim:
     slo_latency_s: float = 5.0
 
     def missing(self) -> list[str]:
-        return [c for c in self.needs if c not in controllers.registered()]
+        """What the claim still lacks before its suite can run: controllers, or the measurement itself."""
+        lacking = [f"controller {c}" for c in self.needs if c not in controllers.registered()]
+        if self.measure is None or not self.variants:
+            lacking.append("its suite and measurement")
+        return lacking
 
 
 def _by_variant(runs: pd.DataFrame) -> pd.DataFrame:
@@ -132,7 +136,7 @@ def page(tracking_uri: str, experiment: str) -> str:
         missing = claim.missing()
         parent, runs = (None, pd.DataFrame()) if missing else latest_suite(tracking_uri, experiment, claim)
         if missing:
-            measured = f"not measurable yet: needs controller {', '.join(missing)}, from {claim.brought_by}"
+            measured = f"not measurable yet: needs {' and '.join(missing)}, from {claim.brought_by}"
             verdict, suite = "–", "–"
         elif parent is None:
             measured, verdict, suite = "not run yet", "–", "–"
@@ -147,7 +151,7 @@ def page(tracking_uri: str, experiment: str) -> str:
 
 def run_claim(claim: Claim, tracking_uri: str, experiment: str, master: str) -> str:
     if claim.missing():
-        raise SystemExit(f"claim {claim.id} needs controller(s) {', '.join(claim.missing())}: {claim.brought_by}")
+        raise SystemExit(f"claim {claim.id} needs {' and '.join(claim.missing())}: {claim.brought_by}")
     parent = open_parent(tracking_uri, experiment, timestamped(f"reproduce-{claim.id}"),
                          {"kind": "reproduction", "claim": claim.id, "workload": claim.workload},
                          {"claim": claim.claim, "variants": " | ".join(claim.variants),

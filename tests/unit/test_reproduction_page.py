@@ -41,3 +41,5 @@ def test_the_page_reads_the_latest_finished_suite_of_each_claim(tmp_path):
     assert "ConfMin: SLO attainment 30.0%" in row and "| holds |" in row and "4 runs, seeds 1, 2" in row
     assert len([line for line in text.splitlines() if line.startswith("| ")]) == len(CLAIMS) + 1
     assert "not measurable yet: needs controller autoscale, from issue #6" in text
+    ds2_row = [line for line in text.splitlines() if line.startswith("| ds2-three-steps")][0]
+    assert "needs its suite and measurement, from issue #8" in ds2_row, "the controller exists, its claim's suite not"

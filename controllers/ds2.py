@@ -1,0 +1,157 @@
+"""DS2 (Kalavri et al., "Three steps is all you need", OSDI 2018), the method behind Flink's autoscaler, adapted to
+micro-batches.
+
+DS2 measures each operator's *true* processing rate — records processed per second of busy time, which does not
+depend on how many tasks run it — and its selectivity (records out / records in). From the sources' target rate it
+propagates the rate every operator must sustain, in topological order, and sizes all operators in one step.
+
+Adaptation to micro-batches (the derivation this controller implements). In a micro-batch job all operators share
+the trigger interval T: a batch reads what arrived during T and its operators run one after another, each a stage
+behind a shuffle. With target source rate λ (the arrival rate, plus the backlog spread over `catch_up_s`),
+operator i receives λ_i = λ · σ_1 · … · σ_{i-1} records per second, i.e. λ_i·T per batch, each costing s_i busy
+seconds (s_i = 1 / true rate). Spread over p_i tasks running in parallel, its stage lasts about a_i / p_i with
+a_i = λ_i·T·s_i. The batch takes the sum of its stages plus a fixed cost C (scheduling, commit, task start-up;
+measured as batch time minus the stages' share). The job keeps up with headroom when the batch fits in a fraction u
+of the trigger interval (the target utilisation):
+
+        Σ_i a_i / p_i + C  <=  u · T
+
+Unlike streaming DS2 (one inequality per operator, p_i = ⌈λ_i·s_i / u⌉), this is one inequality over the whole
+vector: a slow operator can be given more tasks so that a cheap one needs fewer. The least-cost vector (cost
+Σ p_i, the slot-seconds per second) is found greedily: start every operator at its minimum and repeatedly add a task
+where it shortens the batch most, a_i/p_i − a_i/(p_i+1), until the inequality holds. Because each operator's gain
+shrinks with every task added (a_i/p is convex), this greedy order is optimal for the integer problem. Degrees are
+capped at `parallel_slots` (tasks beyond the executor cores add waves, not speed). When the target is out of reach
+even at the cap (a large fixed cost C), the controller settles for u = 1 — keeping up — instead of paying for every
+task to miss the target anyway.
+
+Knobs as Flink's autoscaler names them: target utilisation with a band (no action while the current vector's
+predicted utilisation is within target ± band), min/max degree, a scale-down stabilisation delay (a lower vector
+must be asked for continuously that long), and the metrics window (batches averaged). Defaults are the project's
+choices, sized for short experiments: target 0.7, band 0.2, delay 10 s, window 3 batches (and at least 200
+records per operator before a rate is trusted), catch-up 10 s.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from controllers.base import Controller, Param, register
+from controllers.types import Decision, Snapshot
+
+
+def least_cost_degrees(work_s: dict[str, float], budget_s: float, min_degree: int, max_degree: int) -> dict[str, int]:
+    """The least Σp with Σ work/p <= budget (greedy on the marginal gain); max degrees when even they do not fit."""
+    degrees = {op: min_degree for op in work_s}
+
+    def batch_work() -> float:
+        return sum(w / degrees[op] for op, w in work_s.items())
+
+    while batch_work() > budget_s:
+        growable = [op for op in work_s if degrees[op] < max_degree and work_s[op] > 0]
+        if not growable:
+            break
+        best = max(growable, key=lambda op: work_s[op] / degrees[op] - work_s[op] / (degrees[op] + 1))
+        degrees[best] += 1
+    return degrees
+
+
+@register
+class DS2Controller(Controller):
+    name = "ds2"
+    summary = "DS2 rate-based scaling (Flink's autoscaler), all operators in one step, for micro-batches"
+    PARAMS = {
+        "target_utilization": Param(float, 0.7, "fraction of the trigger interval a batch should take", 0.05, 1.0),
+        "utilization_band": Param(float, 0.2, "no action while predicted utilisation is within target ± band",
+                                  0.0, 1.0),
+        "min_degree": Param(int, 1, "never scale an operator below this", 1),
+        "parallel_slots": Param(int, 0, "tasks that can run at once (executor cores); 0: the run's max degree", 0),
+        "scale_down_delay_s": Param(float, 10.0, "a lower vector must be proposed this long before it is applied",
+                                    0.0),
+        "window_batches": Param(int, 3, "batches whose metrics are averaged", 1),
+        "min_records": Param(int, 200, "records an operator must have processed in the window before its rate is "
+                                       "trusted (a handful of records measures task start-up, not the operator)", 1),
+        "catch_up_s": Param(float, 10.0, "seconds over which to drain the backlog (added to the target rate)", 0.1),
+        "initial_degree": Param(int, 1, "degree of every operator in the first batch", 1),
+    }
+
+    def __init__(self, params, operators, max_degree):
+        super().__init__(params, operators, max_degree)
+        self._window: deque[Snapshot] = deque(maxlen=self.params["window_batches"])
+        self._lower_since: float | None = None
+        self._last_change_batch = -1
+
+    def initial_degrees(self) -> dict[str, int]:
+        return {op: min(self.max_degree, max(self.params["initial_degree"], self.params["min_degree"]))
+                for op in self.operators}
+
+    def _cap(self) -> int:
+        slots = self.params["parallel_slots"]
+        return min(self.max_degree, slots) if slots else self.max_degree
+
+    def plan(self, snapshot: Snapshot) -> tuple[dict[str, int], dict[str, float]] | None:
+        """The least-cost degree vector for the observed rates, and the numbers behind it (None: nothing measured)."""
+        # only batches run at the current degrees describe them; a reconfiguration starts a new window
+        window = [s for s in self._window if s.batch_id > self._last_change_batch] or [snapshot]
+        interval = sum(s.interval_s for s in window)
+        if interval <= 0:
+            return None
+        arrival_rate = sum(s.arrivals for s in window) / interval
+        trigger = snapshot.trigger_interval_s
+        # what arrives while a batch runs is always waiting when it ends; only the rest is lag to catch up on
+        lag = max(0.0, snapshot.backlog - arrival_rate * snapshot.batch_duration_s)
+        rate = arrival_rate + lag / self.params["catch_up_s"]
+        work, fixed, flowing = {}, [], rate
+        for op in snapshot.operators:
+            records = sum(s.operator(op.name).records_in for s in window)
+            busy = sum(s.operator(op.name).busy_s for s in window)
+            if records < self.params["min_records"]:
+                return None
+            work[op.name] = flowing * trigger * busy / records  # a_i: busy seconds per trigger interval
+            flowing *= sum(s.operator(op.name).records_out for s in window) / records
+        for s in window:
+            fixed.append(s.batch_duration_s - sum(o.busy_s / o.degree for o in s.operators))
+        overhead = max(0.0, sum(fixed) / len(fixed))
+        budget = self.params["target_utilization"] * trigger - overhead
+        degrees = least_cost_degrees(work, budget, self.params["min_degree"], self._cap())
+        if sum(w / degrees[op] for op, w in work.items()) > budget:
+            # the target is out of reach even at the cap: settle for keeping up (batch <= trigger interval), which
+            # is what stability needs, rather than paying for every task to miss the target anyway
+            budget = trigger - overhead
+            degrees = least_cost_degrees(work, budget, self.params["min_degree"], self._cap())
+        current = snapshot.degrees
+        predicted = (sum(w / current[op] for op, w in work.items()) + overhead) / trigger
+        details = {"target_rate": rate, "lag": lag, "overhead_s": overhead, "budget_s": budget,
+                   "utilization": predicted, **{f"work_s_{op}": w for op, w in work.items()}}
+        return degrees, details
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        self._window.append(snapshot)
+        current = snapshot.degrees
+        planned = self.plan(snapshot)
+        if planned is None:
+            return Decision(current, f"fewer than {self.params['min_records']} records measured at these degrees")
+        degrees, details = planned
+        p = self.params
+        if details["budget_s"] <= 0:  # more tasks shorten stages, never the fixed cost
+            return Decision(current, f"the fixed per-batch cost ({details['overhead_s']:.2f} s) alone exceeds the "
+                                     f"target share of the trigger interval: no degree vector can meet it",
+                            details=details)
+        low, high = p["target_utilization"] - p["utilization_band"], p["target_utilization"] + p["utilization_band"]
+        if low <= details["utilization"] <= high:
+            self._lower_since = None
+            return Decision(current, f"predicted utilisation {details['utilization']:.2f} within [{low:.2f}, "
+                                     f"{high:.2f}]", details=details)
+        if degrees == current:
+            return Decision(current, f"utilisation {details['utilization']:.2f}, already the least-cost vector",
+                            details=details)
+        if all(degrees[op] <= current[op] for op in current):  # a pure scale-down waits for stabilisation
+            self._lower_since = self._lower_since if self._lower_since is not None else snapshot.time_s
+            waited = snapshot.time_s - self._lower_since
+            if waited < p["scale_down_delay_s"]:
+                return Decision(current, f"utilisation {details['utilization']:.2f} < {low:.2f}: scale-down to "
+                                         f"{degrees} pending ({waited:.1f}/{p['scale_down_delay_s']:g} s)",
+                                details=details)
+        self._lower_since = None
+        self._last_change_batch = snapshot.batch_id
+        return Decision(degrees, f"utilisation {details['utilization']:.2f} outside [{low:.2f}, {high:.2f}]: target "
+                                 f"{details['target_rate']:.0f} ev/s needs {degrees}", details=details)
