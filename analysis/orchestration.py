@@ -25,22 +25,27 @@ JOB_ENTRY_POINT = str(REPO_ROOT / "jobs" / "run.py")
 CASE_TAG = "airflow.case"  # the case's index = its mapped task's map_index: how a task finds its MLflow run
 
 
-def champion_variants(tracking_uri: str, workloads: tuple[str, ...]) -> dict[str, str]:
-    """workload -> the champion's configuration as a variant string, for workloads that have one."""
+def champions(tracking_uri: str, workloads) -> dict[str, Any]:
+    """workload -> its champion's model version, for the workloads that have one."""
     from mlflow.exceptions import MlflowException
-
-    import controllers
 
     client = MlflowClient(tracking_uri)
     found = {}
     for workload in workloads:
         try:
-            version = client.get_model_version_by_alias(model_name(workload), CHAMPION_ALIAS)
+            found[workload] = client.get_model_version_by_alias(model_name(workload), CHAMPION_ALIAS)
         except MlflowException:
             continue
-        params = json.loads(version.tags.get("params", "{}"))
-        found[workload] = controllers.config_label(version.tags["controller"], params)
     return found
+
+
+def champion_variants(tracking_uri: str, workloads: tuple[str, ...]) -> dict[str, str]:
+    """workload -> the champion's configuration as a variant string, for workloads that have one."""
+    import controllers
+
+    return {workload: controllers.config_label(version.tags["controller"],
+                                               json.loads(version.tags.get("params", "{}")))
+            for workload, version in champions(tracking_uri, workloads).items()}
 
 
 def prepare(params: dict[str, Any], *, tracking_uri: str, experiment: str, kind: str, dag_id: str, run_id: str,
@@ -147,17 +152,8 @@ def suite_file(path: str) -> SuiteRequest:
 def champion_suites(tracking_uri: str, parent_run_id: str) -> dict[str, str]:
     """'champion of W' -> the parent run of the suite that promoted W's champion, for the workloads of this suite:
     the champions' recorded results a nightly is compared with."""
-    from mlflow.exceptions import MlflowException
-
-    client = MlflowClient(tracking_uri)
     workloads = sorted(set(load_runs(tracking_uri, parent_run_id=parent_run_id)["workload"]))
-    found = {}
-    for workload in workloads:
-        try:
-            version = client.get_model_version_by_alias(model_name(workload), CHAMPION_ALIAS)
-        except MlflowException:
-            continue
-        if version.run_id and version.run_id != parent_run_id:
-            found[f"champion of {workload} (version {version.version})"] = version.run_id
-    return found
+    return {f"champion of {workload} (version {version.version})": version.run_id
+            for workload, version in champions(tracking_uri, workloads).items()
+            if version.run_id and version.run_id != parent_run_id}
 

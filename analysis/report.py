@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import base64
 import html
+import json
 import sys
 import tempfile
 import time
@@ -235,8 +236,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _logged_decisions(client: MlflowClient, parent_run_id: str) -> list[Decision]:
     """The promotion decisions already logged to the parent run, so a re-generated report still shows them."""
-    import json
-
     with tempfile.TemporaryDirectory() as tmp:
         try:
             raw = json.loads(Path(client.download_artifacts(parent_run_id, "promotion/decisions.json", tmp))

@@ -78,20 +78,11 @@ def elastic_experiment():
     def open_suite(request: dict, dag_run=None) -> dict:
         from analysis.orchestration import prepare
 
-        suite = prepare(request, tracking_uri=tracking_uri(), experiment=experiment_name(), kind="experiment",
-                        dag_id=dag_run.dag_id, run_id=dag_run.run_id,
-                        include_champions=request["include_champions"])
-        suite["case_kwargs"] = [{"application_args": args, "conn_id": request["spark_conn_id"]}
-                                for args in suite.pop("cases")]
-        return suite
-
-    @task
-    def cases(suite: dict) -> list[dict]:
-        """One entry per case, in map-index order: the arguments of its Spark job and the Spark connection."""
-        return suite["case_kwargs"]
+        return prepare(request, tracking_uri=tracking_uri(), experiment=experiment_name(), kind="experiment",
+                       dag_id=dag_run.dag_id, run_id=dag_run.run_id, include_champions=request["include_champions"])
 
     suite = open_suite(validate())
-    runs = submit_cases(cases(suite), name="elastic-{{ dag_run.run_id }}-{{ ti.map_index }}",
+    runs = submit_cases(suite, name="elastic-{{ dag_run.run_id }}-{{ ti.map_index }}",
                         timeout=timedelta(hours=2))
 
     @task(trigger_rule=TriggerRule.ALL_DONE)

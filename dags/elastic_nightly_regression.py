@@ -50,25 +50,18 @@ def elastic_nightly_regression():
         from analysis.suite import SuiteError
 
         if params["suite_run_id"]:
-            return {"parent_run_id": params["suite_run_id"], "case_kwargs": [], "case_count": None,
+            return {"parent_run_id": params["suite_run_id"], "cases": [], "case_count": None,
                     "tolerance": None, "recheck": True}
         try:
             request = suite_file(params["suite"])
         except SuiteError as exc:
             raise AirflowFailException(f"invalid suite: {exc}") from None
-        suite = prepare({}, tracking_uri=tracking_uri(), experiment=experiment_name(), kind="nightly",
-                        dag_id=dag_run.dag_id, run_id=dag_run.run_id,
-                        include_champions=params["include_champions"], request=request)
-        suite["case_kwargs"] = [{"application_args": args, "conn_id": params["spark_conn_id"]}
-                                for args in suite.pop("cases")]
-        return suite
-
-    @task
-    def cases(suite: dict) -> list[dict]:
-        return suite["case_kwargs"]
+        return prepare({}, tracking_uri=tracking_uri(), experiment=experiment_name(), kind="nightly",
+                       dag_id=dag_run.dag_id, run_id=dag_run.run_id,
+                       include_champions=params["include_champions"], request=request)
 
     suite = open_suite()
-    runs = submit_cases(cases(suite), name="elastic-nightly-{{ dag_run.run_id }}-{{ ti.map_index }}",
+    runs = submit_cases(suite, name="elastic-nightly-{{ dag_run.run_id }}-{{ ti.map_index }}",
                         timeout=timedelta(hours=1))
 
     @task(trigger_rule=TriggerRule.ALL_DONE)

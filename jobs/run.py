@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -83,8 +84,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _env_int(name: str) -> int | None:
-    import os
-
     value = os.environ.get(name, "")
     return int(value) if value.isdigit() else None
 
@@ -157,8 +156,6 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 
 def _under_spark_submit() -> bool:
-    import os
-
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 

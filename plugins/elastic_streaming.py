@@ -84,10 +84,17 @@ def push_case_run_link(context, result=None) -> None:
         ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(run.info.experiment_id, run.info.run_id))
 
 
-def submit_cases(case_kwargs, *, name: str, timeout: timedelta):
-    """One mapped spark-submit of jobs/run.py per case (kwargs: application_args, conn_id), in the shared pool, with
-    the MLflow link and retries for infrastructure failures only — the same for every DAG that runs suites."""
+def submit_cases(suite, *, name: str, timeout: timedelta):
+    """One mapped spark-submit of jobs/run.py per case of `suite` (the open_suite task's output), on the Spark
+    connection of the run's params, in the shared pool, with the MLflow link and retries for infrastructure
+    failures only — the same for every DAG that runs suites."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk import task
+
+    @task
+    def cases(suite: dict, params=None) -> list[dict]:
+        """One entry per case, in map-index order: the arguments of its Spark job and the Spark connection."""
+        return [{"application_args": args, "conn_id": params["spark_conn_id"]} for args in suite["cases"]]
 
     return SparkSubmitOperator.partial(
         task_id="run_case",
@@ -102,7 +109,7 @@ def submit_cases(case_kwargs, *, name: str, timeout: timedelta):
         execution_timeout=timeout,
         post_execute=push_case_run_link,
         on_failure_callback=push_case_run_link,
-    ).expand_kwargs(case_kwargs)
+    ).expand_kwargs(cases(suite))
 
 
 class SparkInfrastructureRetry(RetryPolicy):
