@@ -25,6 +25,11 @@ from jobs.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 
 CONF_MIN = "static:degree=1"
 CONF_EXPT = "static:degree=1,degrees={enrich: 3}"  # the catalogue's autoscale-paper peak is sized for this
+# AUTOSCALE from each static start (enrich, the topology's expensive operator, plays the paper's "sink")
+AUTOSCALE_FROM_MIN = "autoscale"
+AUTOSCALE_FROM_EXPT = "autoscale:initial_degrees={enrich: 3}"
+LEARNED_FROM_MIN = "autoscale:predictor=registry"
+LEARNED_FROM_EXPT = "autoscale:initial_degrees={enrich: 3},predictor=registry"
 
 
 @dataclass(frozen=True)
@@ -72,16 +77,30 @@ def _baselines(runs: pd.DataFrame) -> Measured:
     return Measured(text, "holds" if holds else "does not hold")
 
 
-def _autoscale_saves(runs: pd.DataFrame) -> Measured:
+def _preventive(runs: pd.DataFrame, from_min: str = AUTOSCALE_FROM_MIN, from_expt: str = AUTOSCALE_FROM_EXPT
+                ) -> Measured:
+    """digest_001 §6.8 checks 1-3: ConfMin congests; AUTOSCALE from ConfMin keeps latency bounded; from ConfExpt
+    it allocates about 30 % fewer slot-seconds than ConfExpt at comparable latency."""
     t = _by_variant(runs)
-    preventive = [v for v in t.index if v.startswith("autoscale")]
-    if CONF_EXPT not in t.index or not preventive:
-        return Measured("the suite lacks ConfExpt or AUTOSCALE runs", "inconclusive")
-    a, e = t.loc[preventive[0]], t.loc[CONF_EXPT]
-    saving = 1 - a.cost / e.cost
-    text = (f"cost {saving:.0%} lower than ConfExpt; p99 {a.p99:.1f} s vs {e.p99:.1f} s; SLO attainment "
-            f"{a.slo:.1%} vs {e.slo:.1%} ({a.n:.0f} seeds)")
-    return Measured(text, "holds" if saving >= 0.2 and a.slo >= a.target else "does not hold")
+    needed = [CONF_MIN, CONF_EXPT, from_min, from_expt]
+    if not set(needed) <= set(t.index):
+        return Measured(f"the suite lacks {', '.join(v for v in needed if v not in t.index)}", "inconclusive")
+    lo, hi, a_min, a_expt = (t.loc[v] for v in needed)
+    saving = 1 - a_expt.cost / hi.cost
+    predictor = ""
+    if "predictor" in runs.columns:
+        used = sorted(set(runs.loc[runs["variant"].isin([from_min, from_expt]), "predictor"].dropna()))
+        predictor = f"; predictor {', '.join(used)}" if used else ""
+    text = (f"ConfMin p99 {lo.p99:.1f} s, SLO {lo.slo:.1%}; AUTOSCALE from ConfMin p99 {a_min.p99:.1f} s, SLO "
+            f"{a_min.slo:.1%}, cost {a_min.cost / lo.cost:.2f}x ConfMin; ConfExpt p99 {hi.p99:.1f} s, SLO {hi.slo:.1%}; "
+            f"AUTOSCALE from ConfExpt p99 {a_expt.p99:.1f} s, SLO {a_expt.slo:.1%}, {saving:.0%} fewer slot-seconds "
+            f"than ConfExpt ({a_expt.n:.0f} seeds){predictor}")
+    congests = lo.slo < lo.target
+    bounded = a_min.p99 < lo.p99 / 2
+    saves = saving >= 0.2 and a_expt.slo >= min(hi.slo, hi.target) - 0.05
+    verdict = "holds" if congests and bounded and saves else (
+        "partly holds" if congests and (bounded or saves) else "does not hold")
+    return Measured(text, verdict)
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -89,10 +108,15 @@ CLAIMS: tuple[Claim, ...] = (
           "With one task per operator (ConfMin) the topology congests at the peak; the expert configuration "
           "(ConfExpt) absorbs it.", "autoscale-paper", (CONF_MIN, CONF_EXPT), ("static",), "available",
           _baselines),
-    Claim("autoscale-saves", "AUTOSCALE (digest_001 §5, §6.8 check 3)",
-          "Started from ConfExpt, AUTOSCALE allocates nearly 30 % fewer resources at equivalent latency.",
-          "autoscale-paper", (CONF_EXPT, "autoscale:initial_degrees={enrich: 3}"), ("autoscale",),
-          "issue #6 (preventive controller)", _autoscale_saves),
+    Claim("autoscale-preventive", "AUTOSCALE (digest_001 §5, §6.8 checks 1-3), paper's OLS predictor",
+          "ConfMin congests without recovery; AUTOSCALE from ConfMin keeps latency bounded; from ConfExpt it "
+          "allocates nearly 30 % fewer resources at equivalent latency.",
+          "autoscale-paper", (CONF_MIN, CONF_EXPT, AUTOSCALE_FROM_MIN, AUTOSCALE_FROM_EXPT), ("autoscale",),
+          "issue #6 (preventive controller)", _preventive),
+    Claim("autoscale-learned-predictor", "AUTOSCALE with the registry's champion load predictor (issue #6)",
+          "The same experiment with the best registered regression predictor instead of the paper's.",
+          "autoscale-paper", (CONF_MIN, CONF_EXPT, LEARNED_FROM_MIN, LEARNED_FROM_EXPT), ("autoscale",),
+          "issue #6 (preventive controller)", lambda runs: _preventive(runs, LEARNED_FROM_MIN, LEARNED_FROM_EXPT)),
     Claim("seep-t1", "SEEP scaling policies (Rouaux 2014; digest_002 §5.1 T1)",
           "Queue passes 300 at about 60 s; the operator scales 1 -> 2 at about 90-92 s; no second action.",
           "seep-constant", (), ("seep-policy",), "issue #7 (policy language, T1-T6)", None),

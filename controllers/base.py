@@ -73,6 +73,9 @@ class Controller(ABC):
     def initial_executors(self) -> int | None:
         return None
 
+    def check_run(self, trigger_s: float) -> None:
+        """Reject run settings this configuration cannot work with (raise ConfigError); called before Spark starts."""
+
 
 _REGISTRY: dict[str, type[Controller]] = {}
 

@@ -79,14 +79,16 @@ class RunConfig:
         if trace is not None and trace.records == "task_events":
             self.topo = replace(self.topo, payload_format="google_task_events_csv")
         _positive("--max-degree", self.max_degree, integer=True)
+        _positive("--trigger", self.trigger_s)
         try:
-            controllers.build_controller(self.controller, self.controller_params, self.topo.names, self.max_degree)
+            controller = controllers.build_controller(self.controller, self.controller_params, self.topo.names,
+                                                      self.max_degree)
+            controller.check_run(self.trigger_s)
         except ConfigError as exc:
             raise InputError(str(exc)) from None
         _positive("--slo-latency", self.slo_latency_s)
         if not 0 < self.slo_target <= 1:
             raise InputError(f"--slo-target must be in (0, 1], got {self.slo_target}")
-        _positive("--trigger", self.trigger_s)
         _positive("--source-partitions", self.source_partitions, integer=True)
         if self.lead_in_s < 0 or self.drain_timeout_s < 0:
             raise InputError("--lead-in and --drain-timeout must be >= 0")

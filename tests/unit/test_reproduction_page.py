@@ -1,7 +1,8 @@
 """The reproduction page is generated from MLflow runs: measurements on fabricated suites with known answers."""
 from mlflow.tracking import MlflowClient
 
-from analysis.reproduction import CLAIMS, CONF_EXPT, CONF_MIN, _baselines, page
+from analysis.reproduction import (AUTOSCALE_FROM_EXPT, AUTOSCALE_FROM_MIN, CLAIMS, CONF_EXPT, CONF_MIN, _baselines,
+                                   _preventive, page)
 from tests.unit.test_promotion_rule import suite
 
 
@@ -40,6 +41,25 @@ def test_the_page_reads_the_latest_finished_suite_of_each_claim(tmp_path):
     row = [line for line in text.splitlines() if line.startswith("| autoscale-baselines")][0]
     assert "ConfMin: SLO attainment 30.0%" in row and "| holds |" in row and "4 runs, seeds 1, 2" in row
     assert len([line for line in text.splitlines() if line.startswith("| ")]) == len(CLAIMS) + 1
-    assert "not measurable yet: needs controller autoscale, from issue #6" in text
+    preventive_row = [line for line in text.splitlines() if line.startswith("| autoscale-preventive")][0]
+    assert "not run yet" in preventive_row, "the controller exists, no suite has run"
     ds2_row = [line for line in text.splitlines() if line.startswith("| ds2-three-steps")][0]
     assert "needs its suite and measurement, from issue #8" in ds2_row, "the controller exists, its claim's suite not"
+
+
+def test_the_preventive_claim_needs_congestion_bounded_latency_and_savings():
+    def measured(as_expt_cost, as_min_slo=0.9):
+        runs = suite({CONF_MIN: [(0.2, 100)] * 3, CONF_EXPT: [(0.99, 300)] * 3,
+                      AUTOSCALE_FROM_MIN: [(as_min_slo, 150)] * 3, AUTOSCALE_FROM_EXPT: [(0.98, as_expt_cost)] * 3})
+        runs["variant"] = runs["config"]
+        runs["slo_target"] = 0.95
+        runs.loc[runs["variant"] == CONF_MIN, "latency_p99_s"] = 30.0
+        return _preventive(runs)
+
+    holds = measured(210)
+    assert holds.verdict == "holds" and "30% fewer slot-seconds than ConfExpt (3 seeds)" in holds.text
+    assert measured(280).verdict == "partly holds"  # bounded latency, but only 7 % saved
+    runs = suite({CONF_MIN: [(0.2, 100)] * 3})
+    runs["variant"] = runs["config"]
+    runs["slo_target"] = 0.95
+    assert _preventive(runs).verdict == "inconclusive"

@@ -1,0 +1,280 @@
+"""AUTOSCALE (Kotto-Kombi, Lumineau, Lamarre, EGC 2017): the preventive controller, as in digest_001 §2.8-2.11, §6.4.
+
+Once per iteration of length Δ (the `period_s` parameter; n = the micro-batches that ended in it), for each operator:
+
+    EstimCharge = |EstimR| + backlog                    (eq. 3; |EstimR| from the load predictor, eq. 2)
+    EstimCapacite = degree × Δ / Lat + ε                (eqs. 4-5; Lat = busy seconds per record, queueing excluded)
+    NdA = EstimCharge / EstimCapacite                   (eq. 6) -> low <= θ_min < normal <= θ_max < strong <= 1 < critical
+
+Table 1 (local) turns (class, trend) into an action, Table 2 (global) reconciles it with the upstream operators'
+actions in topological order (scale-out > scale-in > nothing), and a validated action sets the degree to
+min(maxP, ceil(degree × NdA)), or degree + 1 when the scale-out comes from strong-not-critical activity.
+
+What the Spark job measures for it (the project's mapping, digest_001 §6.1): an operator's arrivals in a
+sub-interval are the records its upstream delivered in that micro-batch, and for the first operator the events that
+became due (the offered load, not the rows admitted); its backlog is the source's unread events for the first
+operator and 0 downstream (a micro-batch runs all its stages to completion, so nothing queues between operators);
+Lat is its tasks' busy time per input record; its degree is its partitions per batch.
+
+The paper's ambiguities are parameters, each default a project's choice named in its doc: eq. 2 read literally or
+extrapolated to the next iteration; ε zero or the covariance of recent capacities with the iteration index; upstream
+= direct predecessors or all ancestors, their local or validated actions; the degree of a scale-out that Table 2
+forces on an operator whose own decision was "nothing". θ_min 0.3 and θ_max 0.8 are digest_001 §6.5's suggested
+starting values (the paper gives none). Δ defaults to 10 s, five triggers of the default 2 s.
+
+Known consequence of a faithful port: capacities are per operator, but a micro-batch runs its stages one after
+another in the same trigger interval, so operators that are each "normal" can together overrun the trigger. The
+paper has no such coupling (Storm's operators run concurrently); DS2's micro-batch adaptation (controllers.ds2) has.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from controllers.base import ConfigError, Controller, Param, register
+from controllers.forecast import LastValuePredictor, PaperPredictor
+from controllers.types import Decision, Snapshot
+
+NOTHING, SCALE_IN, SCALE_OUT = "nothing", "scale-in", "scale-out"
+PRECEDENCE = {NOTHING: 0, SCALE_IN: 1, SCALE_OUT: 2}  # scale-out > scale-in > nothing (paper §4.2)
+CLASSES = ("low", "normal", "strong", "critical")
+
+# Table 1: (load increasing?, activity class) -> local action
+LOCAL_TABLE: Mapping[tuple[bool, str], str] = {
+    (False, "low"): SCALE_IN, (False, "normal"): NOTHING, (False, "strong"): NOTHING, (False, "critical"): SCALE_OUT,
+    (True, "low"): NOTHING, (True, "normal"): NOTHING, (True, "strong"): SCALE_OUT, (True, "critical"): SCALE_OUT,
+}
+
+# Table 2: (predominant upstream action, local action) -> validated action
+GLOBAL_TABLE: Mapping[tuple[str, str], str] = {
+    (NOTHING, NOTHING): NOTHING, (NOTHING, SCALE_IN): SCALE_IN, (NOTHING, SCALE_OUT): SCALE_OUT,
+    (SCALE_IN, NOTHING): NOTHING, (SCALE_IN, SCALE_IN): SCALE_IN, (SCALE_IN, SCALE_OUT): SCALE_OUT,
+    (SCALE_OUT, NOTHING): SCALE_OUT, (SCALE_OUT, SCALE_IN): NOTHING, (SCALE_OUT, SCALE_OUT): SCALE_OUT,
+}
+
+
+def classify(nda: float, theta_min: float, theta_max: float) -> str:
+    if nda <= theta_min:
+        return "low"
+    if nda <= theta_max:
+        return "normal"
+    if nda <= 1.0:
+        return "strong"
+    return "critical"
+
+
+def local_action(activity: str, trend: float) -> str:
+    return LOCAL_TABLE[(trend > 0, activity)]
+
+
+def predominant(actions: Sequence[str]) -> str:
+    return max(actions, key=PRECEDENCE.__getitem__, default=NOTHING)
+
+
+def global_actions(local: Mapping[str, str], order: Sequence[str], predecessors: Mapping[str, Sequence[str]],
+                   upstream: str = "direct", upstream_actions: str = "validated") -> dict[str, str]:
+    """Table 2 applied in topological order from the sources; `order` must be topological."""
+    validated: dict[str, str] = {}
+    for op in order:
+        ups = list(predecessors.get(op, ()))
+        if upstream == "ancestors":
+            seen, stack = set(), list(ups)
+            while stack:
+                u = stack.pop()
+                if u not in seen:
+                    seen.add(u)
+                    stack.extend(predecessors.get(u, ()))
+            ups = [u for u in order if u in seen]
+        source = validated if upstream_actions == "validated" else local
+        validated[op] = GLOBAL_TABLE[(predominant([source[u] for u in ups]), local[op])]
+    return validated
+
+
+def quantify(degree: int, nda: float, action: str, cause: str, max_p: int, min_degree: int = 1,
+             forced: str = "plus_one") -> int:
+    """The new degree for a validated action (paper §4.3); `cause` is the local action's activity class, or
+    'forced' when Table 2 turned a local 'nothing' into a scale-out."""
+    if action == NOTHING:
+        return degree
+    if action == SCALE_OUT and cause == "strong":
+        new = degree + 1
+    elif action == SCALE_OUT and cause == "forced":
+        new = degree + 1 if forced == "plus_one" else max(degree, math.ceil(degree * nda))
+    else:
+        new = math.ceil(degree * nda)
+    return max(min_degree, min(max_p, new))
+
+
+def index_covariance(values: Sequence[float]) -> float:
+    """Sample covariance of the values with their index: the ε variant (capacity drift per iteration)."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    mi, mv = (n - 1) / 2, sum(values) / n
+    return sum((i - mi) * (v - mv) for i, v in enumerate(values)) / (n - 1)
+
+
+@dataclass
+class _OperatorHistory:
+    times: deque = field(default_factory=lambda: deque(maxlen=256))
+    counts: deque = field(default_factory=lambda: deque(maxlen=256))
+    intervals: deque = field(default_factory=lambda: deque(maxlen=256))
+    capacities: deque = field(default_factory=lambda: deque(maxlen=32))
+    service_s: float | None = None
+
+
+@register
+class AutoscaleController(Controller):
+    name = "autoscale"
+    summary = "AUTOSCALE (EGC 2017): predicted load / capacity per operator, decision tables, scale before congestion"
+    PARAMS = {
+        "period_s": Param(float, 10.0, "iteration length Δ in seconds (one decision per iteration); must be at "
+                                       "least the trigger interval", 0.001),
+        "theta_min": Param(float, 0.3, "NdA at or below which activity is low (digest_001 §6.5 suggestion)",
+                           1e-9, 1.0),
+        "theta_max": Param(float, 0.8, "NdA above which activity is strong (digest_001 §6.5 suggestion)",
+                           1e-9, 1.0),
+        "eq2_reading": Param(str, "extrapolated", "eq. 2 summed at the next iteration's timestamps ('extrapolated') "
+                                                  "or at the fitted ones ('literal', = last iteration's count)",
+                             choices=("extrapolated", "literal")),
+        "epsilon": Param(str, "zero", "ε in eq. 5: 'zero' (persistence) or 'index_covariance' (covariance of the "
+                                      "last capacities with the iteration index)",
+                         choices=("zero", "index_covariance")),
+        "epsilon_iterations": Param(int, 4, "iterations used by epsilon=index_covariance", 2),
+        "upstream": Param(str, "direct", "Table 2's 'preceding nodes': direct predecessors or all ancestors",
+                          choices=("direct", "ancestors")),
+        "upstream_actions": Param(str, "validated", "Table 2 reads the predecessors' validated or local actions",
+                                  choices=("validated", "local")),
+        "forced_scale_out": Param(str, "plus_one", "degree of a scale-out forced by Table 2 on a local 'nothing': "
+                                                   "'plus_one' or 'quantified' (ceil(d × NdA), at least d)",
+                                  choices=("plus_one", "quantified")),
+        "max_p": Param(int, 0, "maxP, the largest degree of any operator; 0: the run's max degree", 0),
+        "min_degree": Param(int, 1, "never scale an operator below this", 1),
+        "parallel_slots": Param(int, 0, "cap the degree counted in the capacity at the tasks that can run at once "
+                                        "(digest_001 §6.9); 0: no cap, as in the paper", 0),
+        "predictor": Param(str, "paper", "load predictor: 'paper' (OLS on the last iteration), 'last-value' "
+                                         "(naive), or 'registry' (the MLflow model `predictor_model@"
+                                         "predictor_alias`, loaded by the run)",
+                           choices=("paper", "last-value", "registry")),
+        "predictor_model": Param(str, "load-predictor", "registered model name used when predictor=registry"),
+        "predictor_alias": Param(str, "champion", "registry alias used when predictor=registry"),
+        "initial_degree": Param(int, 1, "degree of every operator not in initial_degrees (1: ConfMin)", 1),
+        "initial_degrees": Param(dict, {}, "per-operator first degrees, e.g. {enrich: 3} (ConfExpt)"),
+    }
+
+    def __init__(self, params, operators, max_degree):
+        super().__init__(params, operators, max_degree)
+        p = self.params
+        if p["theta_min"] >= p["theta_max"]:
+            raise ConfigError(f"controller 'autoscale': theta_min ({p['theta_min']}) must be below theta_max "
+                              f"({p['theta_max']})")
+        unknown = sorted(set(p["initial_degrees"]) - set(operators))
+        if unknown:
+            raise ConfigError(f"controller 'autoscale': parameter 'initial_degrees' names unknown operator(s) "
+                              f"{', '.join(unknown)}; operators: {', '.join(operators)}")
+        for op, d in p["initial_degrees"].items():
+            if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= max_degree:
+                raise ConfigError(f"controller 'autoscale': initial degree of {op!r} must be an integer in "
+                                  f"[1, {max_degree}], got {d!r}")
+        self.max_p = min(p["max_p"], max_degree) if p["max_p"] else max_degree
+        if p["min_degree"] > self.max_p:
+            raise ConfigError(f"controller 'autoscale': min_degree ({p['min_degree']}) exceeds maxP ({self.max_p})")
+        # the project's topologies are chains; a DAG would pass its own predecessor lists here
+        self.predecessors = {op: ([self.operators[i - 1]] if i else []) for i, op in enumerate(self.operators)}
+        self.predictor = (LastValuePredictor() if p["predictor"] == "last-value"
+                          else PaperPredictor(p["eq2_reading"]))
+        self.predictor_note = "" if p["predictor"] != "registry" else "registry predictor not loaded; paper's used"
+        self._history = {op: _OperatorHistory() for op in self.operators}
+        self._period_start: float | None = None
+        self._period_n = 0
+        self._period_busy = {op: 0.0 for op in self.operators}
+        self._period_records = {op: 0 for op in self.operators}
+
+    def check_run(self, trigger_s: float) -> None:
+        if self.params["period_s"] < trigger_s:
+            raise ConfigError(f"controller 'autoscale': period_s ({self.params['period_s']}) is shorter than the "
+                              f"trigger interval ({trigger_s}); an iteration must hold at least one micro-batch")
+
+    def use_predictor(self, predictor, note: str = "") -> None:
+        """Replace the load predictor (the run loads a registered one); `note` is shown in decision reasons."""
+        self.predictor = predictor
+        self.predictor_note = note
+
+    def initial_degrees(self) -> dict[str, int]:
+        p = self.params
+        return {op: min(self.max_degree, max(p["min_degree"], int(p["initial_degrees"].get(op, p["initial_degree"]))))
+                for op in self.operators}
+
+    def _observe(self, snapshot: Snapshot) -> None:
+        upstream_out = None
+        for op in snapshot.operators:
+            h = self._history[op.name]
+            arrivals = snapshot.arrivals if upstream_out is None else upstream_out
+            h.times.append(snapshot.time_s)
+            h.counts.append(arrivals)
+            h.intervals.append(snapshot.interval_s)
+            self._period_busy[op.name] += op.busy_s
+            self._period_records[op.name] += op.records_in
+            upstream_out = op.records_out
+        self._period_n += 1
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        if self._period_start is None:
+            self._period_start = snapshot.time_s - snapshot.interval_s
+        self._observe(snapshot)
+        current = snapshot.degrees
+        span = snapshot.time_s - self._period_start
+        if span < self.params["period_s"] * (1 - 1e-9):
+            return Decision(current, f"iteration in progress ({span:.1f}/{self.params['period_s']:g} s)")
+        try:
+            return self._iterate(snapshot, current, span)
+        finally:
+            self._period_start = snapshot.time_s
+            self._period_n = 0
+            self._period_busy = {op: 0.0 for op in self.operators}
+            self._period_records = {op: 0 for op in self.operators}
+
+    def _iterate(self, snapshot: Snapshot, current: dict[str, int], span: float) -> Decision:
+        p = self.params
+        n = self._period_n
+        nda, cls, trend, local, details = {}, {}, {}, {}, {}
+        for i, op in enumerate(self.operators):
+            h = self._history[op]
+            if self._period_records[op]:
+                h.service_s = self._period_busy[op] / self._period_records[op]
+            fc = self.predictor.forecast(list(h.times), list(h.counts), list(h.intervals), span, n)
+            backlog = snapshot.backlog if i == 0 else 0
+            charge = fc.arrivals + backlog
+            effective = min(current[op], p["parallel_slots"]) if p["parallel_slots"] else current[op]
+            if h.service_s is None or h.service_s <= 0:
+                capacity = math.inf  # nothing measured yet: no evidence of any load on this operator
+            else:
+                capacity = effective * span / h.service_s
+            if math.isfinite(capacity):
+                h.capacities.append(capacity)
+            epsilon = (index_covariance(list(h.capacities)[-p["epsilon_iterations"]:])
+                       if p["epsilon"] == "index_covariance" else 0.0)
+            estimated = capacity + epsilon
+            nda[op] = charge / estimated if estimated > 0 else math.inf
+            cls[op] = classify(nda[op], p["theta_min"], p["theta_max"])
+            trend[op] = fc.trend
+            local[op] = local_action(cls[op], fc.trend)
+            details.update({f"nda_{op}": nda[op], f"charge_{op}": charge, f"capacity_{op}": estimated,
+                            f"trend_{op}": fc.trend})
+        validated = global_actions(local, self.operators, self.predecessors, p["upstream"], p["upstream_actions"])
+        degrees = {}
+        for op in self.operators:
+            cause = "forced" if validated[op] == SCALE_OUT and local[op] != SCALE_OUT else cls[op]
+            nda_op = nda[op] if math.isfinite(nda[op]) else float(self.max_p)
+            degrees[op] = quantify(current[op], nda_op, validated[op], cause, self.max_p, p["min_degree"],
+                                   p["forced_scale_out"])
+        parts = [f"{op} NdA {nda[op]:.2f} {cls[op]} trend {'+' if trend[op] > 0 else '-'} {local[op]}"
+                 + (f"->{validated[op]}" if validated[op] != local[op] else "")
+                 + (f" {current[op]}->{degrees[op]}" if degrees[op] != current[op] else "")
+                 for op in self.operators]
+        note = f" [{self.predictor_note}]" if self.predictor_note else ""
+        return Decision(degrees, f"iteration of {n} batches, predictor {self.predictor.name}{note}: "
+                                 + "; ".join(parts), details=details)
+

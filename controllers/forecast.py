@@ -1,0 +1,124 @@
+"""Load predictors for the preventive controller: recent arrivals in, expected arrivals over the next period out.
+
+Three kinds share one interface, `forecast(times_s, counts, intervals_s, period_s, last_n)`: the retained history
+of one operator's sub-intervals (end time, arrivals, length), oldest first, of which the last `last_n` make up the
+iteration that just ended:
+- `PaperPredictor`, AUTOSCALE's own (digest_001 §2.2, eq. 2): ordinary least squares of the per-sub-interval counts
+  on time, fitted on the last iteration only. Read literally, eq. 2 sums the fitted line at the timestamps it was
+  fitted on, which for OLS with an intercept equals the observed sum (the regression then only contributes its slope,
+  the trend); the evident intent is to extrapolate to the next iteration's timestamps. Both readings are options.
+- `LastValuePredictor`, the naive baseline every learned model must beat: the last sub-interval's rate persists.
+- `LearnedPredictor`, any regression model fitted offline on `features()`: it is given as a plain callable so this
+  module (and the controllers) never import MLflow or scikit-learn; `jobs.predictors` wraps a registered model.
+
+Learned models see scale-free features (rates divided by the window's mean rate) and predict the next period's mean
+rate as a multiple of that scale. The same model then serves a trace of 50 events/s and an operator of 7,000
+records/s, and one trained on traces can steer a Spark run.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+# The feature layout shared by training (analysis.train_predictors) and inference (LearnedPredictor): change it
+# and every registered model's input schema no longer matches, which loading detects and reports.
+FEATURE_LAGS = 10
+
+
+def feature_names(lags: int = FEATURE_LAGS) -> list[str]:
+    return ([f"lag_{k}" for k in range(1, lags + 1)]
+            + ["diff_1", "diff_3", "mean_3", "std", "slope", "log_scale"])
+
+
+def features(rates: Sequence[float], lags: int = FEATURE_LAGS) -> tuple[dict[str, float], float]:
+    """The scale-free feature row for the last `lags` rates (oldest first), and the scale they were divided by."""
+    if len(rates) < lags:
+        raise ValueError(f"need {lags} sub-intervals of history, got {len(rates)}")
+    window = [float(r) for r in rates[-lags:]]
+    scale = sum(window) / lags
+    if scale <= 0:
+        scale = 1.0  # an idle window: features are the raw (zero) rates, the prediction a rate near zero
+    x = [r / scale for r in window]
+    mean = sum(x) / lags
+    std = (sum((v - mean) ** 2 for v in x) / lags) ** 0.5
+    centre = (lags - 1) / 2
+    slope = sum((k - centre) * (v - mean) for k, v in enumerate(x)) / sum((k - centre) ** 2 for k in range(lags))
+    row = {f"lag_{k}": x[-k] for k in range(1, lags + 1)}
+    row.update(diff_1=x[-1] - x[-2], diff_3=x[-1] - x[-4] if lags >= 4 else 0.0, mean_3=sum(x[-3:]) / 3,
+               std=std, slope=slope, log_scale=math.log10(scale))
+    return row, scale
+
+
+@dataclass(frozen=True)
+class Forecast:
+    arrivals: float  # expected arrivals over the next period (records), never negative
+    trend: float  # > 0: increasing; <= 0: decreasing or constant (the sign is what AUTOSCALE's Table 1 reads)
+    predictor: str
+
+
+def ols(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Intercept and slope of the least-squares line (slope 0 when the xs do not vary)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return my, 0.0
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return my - b * mx, b
+
+
+class PaperPredictor:
+    """AUTOSCALE eq. 2: an affine fit of counts on time over the last iteration, summed over the next one."""
+
+    def __init__(self, reading: str = "extrapolated"):
+        if reading not in ("extrapolated", "literal"):
+            raise ValueError(f"eq. 2 reading must be 'extrapolated' or 'literal', got {reading!r}")
+        self.reading = reading
+        self.name = f"paper-ols-{reading}"
+
+    def forecast(self, times_s: Sequence[float], counts: Sequence[float], intervals_s: Sequence[float],
+                 period_s: float, last_n: int) -> Forecast:
+        times_s, counts = list(times_s)[-last_n:], list(counts)[-last_n:]
+        a, b = ols(times_s, counts)
+        shift = period_s if self.reading == "extrapolated" else 0.0
+        estimate = sum(a + b * (t + shift) for t in times_s)
+        return Forecast(max(0.0, estimate), b, self.name)
+
+
+class LastValuePredictor:
+    """The last sub-interval's rate, held for the whole next period; its trend is the last change of rate."""
+
+    name = "last-value"
+
+    def forecast(self, times_s, counts, intervals_s, period_s, last_n) -> Forecast:
+        rates = [c / i for c, i in zip(counts, intervals_s) if i > 0]
+        if not rates:
+            return Forecast(0.0, 0.0, self.name)
+        trend = rates[-1] - rates[-2] if len(rates) > 1 else 0.0
+        return Forecast(rates[-1] * period_s, trend, self.name)
+
+
+class LearnedPredictor:
+    """A regression model over `features()`; `predict` maps feature rows to next-period mean rates / scale.
+
+    It needs `lags` sub-intervals of history; until the series is that long it answers with `fallback` (the paper's
+    predictor), which the controller's reason says.
+    """
+
+    def __init__(self, predict: Callable[[list[Mapping[str, float]]], list[float]], name: str,
+                 lags: int = FEATURE_LAGS, fallback: PaperPredictor | None = None):
+        self._predict = predict
+        self.name = name
+        self.lags = lags
+        self.fallback = fallback or PaperPredictor()
+
+    def forecast(self, times_s, counts, intervals_s, period_s, last_n) -> Forecast:
+        rates = [c / i for c, i in zip(counts, intervals_s) if i > 0]
+        if len(rates) < self.lags:
+            return self.fallback.forecast(times_s, counts, intervals_s, period_s, last_n)
+        row, scale = features(rates, self.lags)
+        ratio = float(self._predict([row])[0])
+        rate = max(0.0, ratio * scale)
+        recent = sum(list(counts)[-last_n:]) / max(1e-9, sum(list(intervals_s)[-last_n:]))
+        return Forecast(rate * period_s, rate - recent, self.name)
