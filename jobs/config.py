@@ -64,6 +64,7 @@ class RunConfig:
     # filled by validate()
     spec: WorkloadSpec | None = None
     topo: Topology | None = None
+    predictor: Any = None  # a LoadedPredictor when the controller asks for a registered one
 
     def validate(self) -> "RunConfig":
         try:
@@ -86,6 +87,7 @@ class RunConfig:
             controller.check_run(self.trigger_s)
         except ConfigError as exc:
             raise InputError(str(exc)) from None
+        self.predictor = self._registered_predictor(controller.params)
         _positive("--slo-latency", self.slo_latency_s)
         if not 0 < self.slo_target <= 1:
             raise InputError(f"--slo-target must be in (0, 1], got {self.slo_target}")
@@ -99,6 +101,20 @@ class RunConfig:
         if self.master:
             check_master(self.master)
         return self
+
+
+    def _registered_predictor(self, params: dict[str, Any]) -> Any:
+        """Load and check the registered load predictor a controller asks for (predictor=registry), once."""
+        if params.get("predictor") != "registry":
+            return None
+        from jobs.predictors import PredictorLoadError, load_registered_predictor
+        from jobs.recorder import default_tracking_uri
+
+        try:
+            return load_registered_predictor(self.tracking_uri or default_tracking_uri(), params["predictor_model"],
+                                             params["predictor_alias"], params.get("eq2_reading", "extrapolated"))
+        except PredictorLoadError as exc:
+            raise InputError(f"controller {self.controller!r}: {exc}") from None
 
 
 def _positive(name: str, value: Any, integer: bool = False) -> None:

@@ -87,6 +87,14 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
     spec, topology = config.spec, config.topo
     controller = controllers.build_controller(config.controller, config.controller_params, topology.names,
                                               config.max_degree)
+    predictor_tags = {}
+    if config.predictor is not None:
+        controller.use_predictor(config.predictor.predictor, config.predictor.warning or "")
+        predictor_tags = config.predictor.tags
+        if config.predictor.warning:
+            log(f"warning: {config.predictor.warning}")
+    elif hasattr(controller, "predictor"):
+        predictor_tags = {"predictor": controller.predictor.name}
     loop = ControlLoop(controller)
     schedule = Schedule(spec)
     run_name = config.run_name or f"{config.controller}-{spec.name}-seed{spec.seed}"
@@ -95,7 +103,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         tracking_uri, config.experiment, run_name,
         tags={"controller": config.controller, "workload": spec.name, "seed": str(spec.seed),
               "config": controllers.config_label(config.controller, config.controller_params),
-              "config_id": controllers.config_id(config.controller, config.controller_params), **config.tags},
+              "config_id": controllers.config_id(config.controller, config.controller_params), **predictor_tags,
+              **config.tags},
         parent_run_id=config.parent_run_id,
     )
     log(f"MLflow run {recorder.run_id} ({run_name}) in experiment {config.experiment!r} at {tracking_uri}")
