@@ -55,6 +55,12 @@ def experiment_name() -> str:
     return _conf("mlflow_experiment", None) or "elastic-streaming"
 
 
+def work_dir(dag_id: str, run_id: str) -> Path:
+    """A DAG run's scratch folder for files its tasks hand to each other (on a shared volume when workers differ)."""
+    base = Path(_conf("work_dir", None) or PROJECT_ROOT / ".local" / "airflow-work")
+    return base / dag_id / "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+
+
 def run_url(experiment_id: str, run_id: str) -> str:
     return f"{mlflow_ui_url()}/#/experiments/{experiment_id}/runs/{run_id}"
 

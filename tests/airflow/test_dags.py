@@ -99,12 +99,14 @@ print(json.dumps(out))
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["errors"] == {} and out["warnings"] == []
     assert out["heavy"] == [], "DAG files must not import the project's heavy modules at parse time"
-    assert set(out["dags"]) == {"elastic_experiment", "elastic_nightly_regression"}
+    assert set(out["dags"]) == {"elastic_experiment", "elastic_nightly_regression", "elastic_predictor_training"}
     for dag in out["dags"].values():
         assert dag["owner"] == "elastic-streaming" and "elastic-streaming" in dag["tags"] and dag["doc"]
         assert "elastic_streaming_runs" in dag["pools"], "streaming runs share one pool"
     nightly = out["dags"]["elastic_nightly_regression"]
     assert "0 2 * * *" in nightly["schedule"] and nightly["catchup"] is False and nightly["max_active_runs"] == 1
+    training = out["dags"]["elastic_predictor_training"]
+    assert "0 3 * * 0" in training["schedule"] and training["catchup"] is False and training["max_active_runs"] == 1
 
 
 def test_experiment_dag_end_to_end(tmp_path):
@@ -219,3 +221,40 @@ def test_nightly_fails_with_a_listing_on_a_regression_and_passes_on_identical_re
     assert recheck["state"] == "success", recheck["log"][-3000:]
     assert states(recheck, "run_case") in ({}, {-1: "skipped"}), "a re-check runs no Spark job"
     assert client.get_run(tonight.info.run_id).data.tags["nightly.verdict"] == "pass"
+
+
+def record_arrivals(uri: str, runs: int = 2, batches: int = 400) -> None:
+    """Finished experiment runs with per-batch arrivals, as the Spark job records them (a cycle plus noise)."""
+    import numpy as np
+
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    rng = np.random.default_rng(5)
+    for r in range(runs):
+        run = client.create_run(exp.experiment_id, tags={"workload": "cycle", "seed": str(r)}).info.run_id
+        for step in range(batches):
+            rate = 2000 + 1500 * np.sin(2 * np.pi * step / 30) + rng.normal(0, 100)
+            client.log_metric(run, "batch.arrivals", float(max(0.0, rate) * 2.0), step=step)
+            client.log_metric(run, "batch.interval_s", 2.0, step=step)
+        client.set_terminated(run, "FINISHED")
+
+
+def test_predictor_training_dag_registers_candidates_and_moves_the_champion(tmp_path):
+    uri = sqlite_uri(tmp_path)
+    record_arrivals(uri)
+    result = run_dag(tmp_path / "airflow", "elastic_predictor_training", {"max_points": 300}, uri)
+    assert result["state"] == "success", result["log"][-4000:]
+    for task_id in ("collect", "train", "evaluate", "register", "choose_champion"):
+        assert states(result, task_id) == {-1: "success"}, task_id
+    series = xcom(result, "collect", "return_value")
+    assert sum(name.startswith("run:") for name in series) == 2, series
+    verdict = xcom(result, "choose_champion", "return_value")
+    client = MlflowClient(uri)
+    versions = client.search_model_versions("name = 'load-predictor'")
+    assert len(versions) == 3
+    assert verdict.startswith("champion -> version"), verdict  # a learnable cycle: a model beats the paper's OLS
+    champion = client.get_model_version_by_alias("load-predictor", "champion")
+    [parent] = client.search_runs([client.get_experiment_by_name("load-predictors").experiment_id],
+                                  "tags.kind = 'predictor-training'")
+    assert parent.data.tags["champion_decision"] == verdict and f"version {champion.version}" in verdict
+    assert result["links"]["choose_champion[-1]"]["MLflow run"].endswith(f"/runs/{parent.info.run_id}")
