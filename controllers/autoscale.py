@@ -4,7 +4,7 @@ Once per iteration of length Δ (the `period_s` parameter; n = the micro-batches
 
     EstimCharge = |EstimR| + backlog                    (eq. 3; |EstimR| from the load predictor, eq. 2)
     EstimCapacite = degree × Δ / Lat + ε                (eqs. 4-5; Lat = busy seconds per record, queueing excluded)
-    NdA = EstimCharge / EstimCapacite                   (eq. 6) -> low <= θ_min < normal <= θ_max < strong <= 1 < critical
+    NdA = EstimCharge / EstimCapacite                   (eq. 6): low <= θ_min < normal <= θ_max < strong <= 1 < critical
 
 Table 1 (local) turns (class, trend) into an action, Table 2 (global) reconciles it with the upstream operators'
 actions in topological order (scale-out > scale-in > nothing), and a validated action sets the degree to

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from controllers import ConfigError, ControlLoop, OperatorMetrics, Snapshot, build_controller
-from controllers.autoscale import (NOTHING, SCALE_IN, SCALE_OUT, classify, global_actions, local_action, quantify)
+from controllers.autoscale import NOTHING, SCALE_IN, SCALE_OUT, classify, global_actions, local_action, quantify
 from controllers.forecast import LastValuePredictor, LearnedPredictor, PaperPredictor, feature_names, features
 from controllers.plant import chain, simulate
 
