@@ -145,6 +145,11 @@ def _workload_section(client: MlflowClient, workload: str, group: pd.DataFrame, 
     else:
         ranked = stats.rank(finished, target)
         front = stats.pareto_front(ranked)
+        if "oracle_infeasible" in group and group["oracle_infeasible"].any():
+            seeds = sorted(group.loc[group["oracle_infeasible"], "seed"].dropna().astype(int).unique())
+            part.append(f"<p><b>Infeasible at the maximum degree</b> (seeds {', '.join(map(str, seeds))}): even the "
+                        "oracle, knowing the future, cannot keep every event within the SLO there, so it is no "
+                        "lower bound and no cost / oracle ratio is given for those seeds.</p>")
         part += [_verdict(ranked, target), _ranking_table(ranked, group),
                  f"<p>Pareto front (cost vs SLO violations): {html.escape(', '.join(front))}</p>",
                  *_figures(client, workload, finished, ranked, front, target, slo_latency, figures, scratch)]

@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "cost_executor_core_seconds", "latency_p50_s",
                    "latency_p95_s", "latency_p99_s", "latency_max_s", "scaling_actions", "oscillations",
                    "backlog_integral_event_s", "records_in", "records_out", "records_lost", "records_duplicated",
-                   "reconfiguration_delay_batches_mean")
+                   "reconfiguration_delay_batches_mean", "infeasible_decisions")
 ORACLE = "oracle"
 
 
@@ -69,9 +69,13 @@ def latest_attempts(runs: pd.DataFrame) -> pd.DataFrame:
 
 def with_cost_to_oracle(runs: pd.DataFrame) -> pd.DataFrame:
     """Add `cost_to_oracle`: a run's cost / the cost of the finished oracle run on the same workload and seed (the
-    lower bound), NaN where no such oracle run exists."""
-    oracle = runs[(runs["controller"] == ORACLE) & (runs["status"] == "FINISHED")]
-    bound = oracle.groupby(["workload", "seed"])["cost_slot_seconds"].min().rename("_oracle_cost")
-    out = runs.join(bound, on=["workload", "seed"])
+    lower bound), NaN where no such oracle run exists — or where the oracle found the workload infeasible at the
+    run's maximum degree (then `oracle_infeasible` is True: there is no bound to compare with)."""
+    oracle = runs[(runs["controller"] == ORACLE) & (runs["status"] == "FINISHED")].copy()
+    oracle["_infeasible"] = oracle["infeasible_decisions"].fillna(0) > 0
+    infeasible = oracle.groupby(["workload", "seed"])["_infeasible"].any().rename("oracle_infeasible")
+    bound = oracle[~oracle["_infeasible"]].groupby(["workload", "seed"])["cost_slot_seconds"].min()
+    out = runs.join(bound.rename("_oracle_cost"), on=["workload", "seed"]).join(infeasible, on=["workload", "seed"])
     out["cost_to_oracle"] = out["cost_slot_seconds"] / out["_oracle_cost"]
+    out["oracle_infeasible"] = out["oracle_infeasible"].astype("boolean").fillna(False).astype(bool)
     return out.drop(columns="_oracle_cost")

@@ -95,8 +95,10 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             log(f"warning: {config.predictor.warning}")
     elif hasattr(controller, "predictor"):
         predictor_tags = {"predictor": controller.predictor.name}
-    loop = ControlLoop(controller)
     schedule = Schedule(spec)
+    if hasattr(controller, "use_schedule"):  # the oracle plans with the workload's future
+        controller.use_schedule(schedule, config.trigger_s, config.slo_latency_s)
+    loop = ControlLoop(controller)
     run_name = config.run_name or f"{config.controller}-{spec.name}-seed{spec.seed}"
     tracking_uri = config.tracking_uri or default_tracking_uri()
     recorder = RunRecorder(

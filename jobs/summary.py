@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from controllers.loop import DecisionRecord
+from controllers.oracle import INFEASIBLE
 
 
 class LatencyHistogram:
@@ -130,6 +131,8 @@ def summarise(
         "records_duplicated": duplicated,
         "scaling_actions": sum(1 for d in decisions if d.changed),
         "rejected_decisions": sum(1 for d in decisions if not d.accepted),
+        # a controller that knows it cannot meet the objective at the maximum degrees says so (the oracle does)
+        "infeasible_decisions": sum(1 for d in decisions if d.reason.startswith(INFEASIBLE)),
         "oscillations": oscillations(decisions),
         "reconfiguration_delay_batches_mean": float(np.mean(delays)) if delays else None,
         "reconfiguration_delay_batches_max": float(max(delays)) if delays else None,

@@ -91,6 +91,13 @@ def test_cost_to_oracle_is_the_ratio_to_the_oracle_run_of_the_same_workload_and_
 
     runs = pd.DataFrame({"controller": ["oracle", "threshold", "threshold", "oracle"],
                          "status": ["FINISHED", "FINISHED", "FINISHED", "FAILED"], "workload": ["step"] * 4,
-                         "seed": [1, 1, 2, 2], "cost_slot_seconds": [100.0, 150.0, 170.0, 90.0]})
-    ratio = with_cost_to_oracle(runs)["cost_to_oracle"].tolist()
+                         "seed": [1, 1, 2, 2], "cost_slot_seconds": [100.0, 150.0, 170.0, 90.0],
+                         "infeasible_decisions": [0, 0, 0, 0]})
+    out = with_cost_to_oracle(runs)
+    ratio = out["cost_to_oracle"].tolist()
     assert ratio[:2] == [1.0, 1.5] and pd.isna(ratio[2]), "seed 2's oracle run failed: no bound, no ratio"
+    assert not out["oracle_infeasible"].any()
+    # an oracle that could not keep the SLO at the maximum degree is no bound: the seed is marked, not scored
+    runs.loc[0, "infeasible_decisions"] = 3
+    out = with_cost_to_oracle(runs)
+    assert out["cost_to_oracle"].isna().all() and out.loc[out["seed"] == 1, "oracle_infeasible"].all()

@@ -1,0 +1,158 @@
+"""The oracle: the least-cost degree vector for every batch, knowing the future. Its cost is the lower bound.
+
+It knows what no real controller can: the whole arrival schedule (which events will be due when each batch
+starts) and the operators' per-record service times, selectivities and fixed costs, measured beforehand by a
+calibration run of the same job (`python -m jobs.calibrate`, whose numbers become this controller's parameters and
+so are recorded with every oracle run). It plans against the same model of a micro-batch as the plant model
+(controllers.plant): a batch reads everything due at its start; operator i spreads its records over p_i tasks, in
+waves of `slots`; the batch lasts the sum of the operators' spans plus a fixed overhead.
+
+For the next batch it picks the least total degree Σ p_i (the slot-seconds per second the run is charged) whose
+predicted duration fits the budget
+
+    duration <= headroom × (SLO − age of the oldest event the batch will read)
+
+so that every event it reads, the backlog it carries included, leaves within the latency objective. A degree
+change costs nothing in this job (the next batch simply uses it), so deciding batch by batch loses only what a
+myopic choice can: a batch allowed to run long makes the next one older and bigger. That is why the bound is checked,
+not assumed: on the plant model the oracle costs no more than any static vector, DS2, the threshold rule or
+AUTOSCALE that also keep every event within the objective (tests/unit/test_oracle.py). The search itself is exact:
+a dynamic programme over the operators on total degree, each operator's candidate degrees reduced to those that
+shorten its span.
+
+When no vector fits (the load exceeds what the maximum degrees can do within the budget), it uses the fastest
+vector and says INFEASIBLE in its reason; the run counts those batches and the analysis marks the workload
+infeasible at that maximum instead of scoring the oracle as a bound.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol
+
+from controllers.base import ConfigError, Controller, Param, register
+from controllers.plant import US, OperatorModel, operator_timing
+from controllers.types import Decision, Snapshot
+
+INFEASIBLE = "INFEASIBLE"
+
+
+class Arrivals(Protocol):
+    """The workload schedule (workloads.Schedule has both methods): times in µs since the run's anchor."""
+
+    total_events: int
+
+    def count_due(self, t_us: int) -> int: ...
+
+    def arrival_us(self, first: int, stop: int) -> Any: ...
+
+
+def least_cost_vector(models: tuple[OperatorModel, ...], records: int, budget_s: float, overhead_s: float,
+                      slots: int, min_degree: int, max_degree: int) -> tuple[dict[str, int], float, bool]:
+    """(degrees, predicted duration, feasible): the least Σp with predicted duration <= budget, exactly; when none
+    fits, the vector with the shortest duration (least Σp among those)."""
+    # per operator: (degree, span) for the degrees that shorten its span (a longer or equal span never helps)
+    options = []
+    flowing = float(records)
+    for op in models:
+        best, cands = None, []
+        for p in range(min_degree, max_degree + 1):
+            span = operator_timing(op, int(round(flowing)), p, slots)[0]
+            if best is None or span < best - 1e-12:
+                cands.append((p, span))
+                best = span
+        options.append(cands)
+        flowing *= op.selectivity
+    # dynamic programme: total degree -> (least total span, the vector achieving it)
+    frontier: dict[int, tuple[float, tuple[int, ...]]] = {0: (0.0, ())}
+    for cands in options:
+        nxt: dict[int, tuple[float, tuple[int, ...]]] = {}
+        for cost, (span, vec) in frontier.items():
+            for p, s in cands:
+                key, value = cost + p, (span + s, vec + (p,))
+                if key not in nxt or value[0] < nxt[key][0] - 1e-12:
+                    nxt[key] = value
+        frontier = nxt
+    names = [op.name for op in models]
+    for cost in sorted(frontier):
+        span, vec = frontier[cost]
+        if overhead_s + span <= budget_s:
+            return dict(zip(names, vec)), overhead_s + span, True
+    fastest = min(frontier, key=lambda c: (frontier[c][0], c))
+    span, vec = frontier[fastest]
+    return dict(zip(names, vec)), overhead_s + span, False
+
+
+@register
+class OracleController(Controller):
+    name = "oracle"
+    summary = "knows the schedule and the calibrated costs: the least-cost vector per batch, the cost lower bound"
+    PARAMS = {
+        "service_s": Param(dict, {}, "busy seconds per input record of each operator (from a calibration run)"),
+        "selectivity": Param(dict, {}, "records out / records in per operator (default 1)"),
+        "task_overhead_s": Param(float, 0.002, "fixed cost of one task (calibrated)", 0.0),
+        "batch_overhead_s": Param(float, 0.05, "fixed cost of one batch: scheduling, commit (calibrated)", 0.0),
+        "slots": Param(int, 0, "tasks that can run at once (executor cores); 0: the run's max degree", 0),
+        "slo_latency_s": Param(float, 0.0, "latency objective every event should meet; 0: the run's SLO", 0.0),
+        "headroom": Param(float, 0.9, "plan for this fraction of the budget (calibration is not exact)", 0.05, 1.0),
+        "min_degree": Param(int, 1, "never below this", 1),
+        "calibration_run": Param(str, "", "MLflow run id of the calibration the costs come from (recorded only)"),
+    }
+
+    def __init__(self, params: Mapping[str, Any], operators, max_degree: int):
+        super().__init__(params, operators, max_degree)
+        p = self.params
+        missing = [op for op in self.operators if op not in p["service_s"]]
+        if missing:
+            raise ConfigError(f"controller 'oracle': parameter 'service_s' lacks operator(s) {', '.join(missing)}; "
+                              f"run `python -m jobs.calibrate` to measure them")
+        for key in ("service_s", "selectivity"):
+            unknown = sorted(set(p[key]) - set(self.operators))
+            if unknown:
+                raise ConfigError(f"controller 'oracle': parameter {key!r} names unknown operator(s) "
+                                  f"{', '.join(unknown)}; operators: {', '.join(self.operators)}")
+            for op, v in p[key].items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                    raise ConfigError(f"controller 'oracle': {key}[{op!r}] must be a number >= 0, got {v!r}")
+        self.models = tuple(OperatorModel(op, float(p["service_s"][op]), float(p["selectivity"].get(op, 1.0)),
+                                          p["task_overhead_s"]) for op in self.operators)
+        self.slots = min(p["slots"], max_degree) if p["slots"] else max_degree
+        self.arrivals: Arrivals | None = None
+        self.trigger_s = 1.0
+        self.slo_latency_s = self.params["slo_latency_s"] or 5.0
+        self._read = 0
+
+    def use_schedule(self, arrivals: Arrivals, trigger_s: float, slo_latency_s: float) -> None:
+        """The run hands over the workload schedule, its trigger and SLO: this is what makes it an oracle."""
+        self.arrivals = arrivals
+        self.trigger_s = trigger_s
+        self.slo_latency_s = self.params["slo_latency_s"] or slo_latency_s
+
+    def plan(self, start_s: float, read: int, trigger_s: float) -> tuple[dict[str, int], dict[str, float], bool]:
+        """The vector for a batch starting at `start_s` that will read everything due then, `read` events already
+        read."""
+        if self.arrivals is None:
+            raise RuntimeError("the oracle needs the workload schedule (use_schedule) before it can plan")
+        due = self.arrivals.count_due(int(start_s * US))
+        records = max(0, due - read)
+        age = start_s - float(self.arrivals.arrival_us(read, read + 1)[0]) / US if records else 0.0
+        budget = self.params["headroom"] * (self.slo_latency_s - age)
+        degrees, duration, feasible = least_cost_vector(self.models, records, budget, self.params["batch_overhead_s"],
+                                                        self.slots, self.params["min_degree"], self.max_degree)
+        return degrees, {"records": records, "budget_s": budget, "predicted_s": duration, "oldest_age_s": age}, feasible
+
+    def initial_degrees(self) -> dict[str, int]:
+        if self.arrivals is None:  # before the run hands over the schedule (e.g. while validating the config)
+            return {op: self.params["min_degree"] for op in self.operators}
+        return self.plan(self.trigger_s, 0, self.trigger_s)[0]  # the first batch reads about one trigger's events
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        self._read += snapshot.records_read
+        started = snapshot.time_s - snapshot.batch_duration_s
+        next_start = max(snapshot.time_s, started + snapshot.trigger_interval_s)
+        degrees, details, feasible = self.plan(next_start, self._read, snapshot.trigger_interval_s)
+        text = (f"next batch at {next_start:.1f}s reads {details['records']:.0f} events (oldest "
+                f"{details['oldest_age_s']:.1f} s old): predicted {details['predicted_s']:.2f} s for budget "
+                f"{details['budget_s']:.2f} s")
+        if not feasible:
+            return Decision(degrees, f"{INFEASIBLE}: even the fastest vector misses the budget; {text}",
+                            details=details)
+        return Decision(degrees, f"least-cost vector; {text}", details=details)

@@ -1,0 +1,121 @@
+"""Measure the job's costs for the oracle: one short static run on a rising load, then a fit per operator.
+
+    python -m jobs.calibrate --master local[4]            # writes .local/calibration/oracle.yaml and prints a variant
+
+The oracle (controllers/oracle.py) plans with each operator's busy seconds per record, its selectivity, the fixed
+cost of a task and of a batch. They depend on the machine, the master and the topology, so they are measured on
+the same setup as the runs they bound, recorded as an MLflow run (tag kind=calibration, the fitted values as params
+and `calibration/oracle.yaml`), and passed to the oracle as parameters, so every oracle run names its calibration.
+
+The fit: over the calibration's batches, an operator's busy time is records_in × service + tasks × task overhead
+(least squares; the load rises through the run so the two separate); selectivity = records out / records in; the
+batch overhead is the median of batch duration minus the operators' spans.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from jobs.config import InputError, RunConfig
+
+DEFAULT_OUT = Path(".local/calibration/oracle.yaml")
+
+
+def fit_costs(batches: pd.DataFrame, operators: Sequence[str]) -> dict[str, Any]:
+    service, selectivity, task_overheads = {}, {}, []
+    for op in operators:
+        rows = batches[batches[f"records_in_{op}"] > 0]
+        if len(rows) < 3:
+            raise ValueError(f"calibration: operator {op} processed records in only {len(rows)} batches")
+        X = np.column_stack([rows[f"records_in_{op}"], rows[f"tasks_{op}"]]).astype(float)
+        (per_record, per_task), *_ = np.linalg.lstsq(X, rows[f"busy_s_{op}"].to_numpy(float), rcond=None)
+        if per_record <= 0:  # no measurable per-record cost: attribute everything to records
+            per_record, per_task = float(rows[f"busy_s_{op}"].sum() / rows[f"records_in_{op}"].sum()), 0.0
+        service[op] = float(per_record)
+        task_overheads.append(max(0.0, float(per_task)))
+        selectivity[op] = float(rows[f"records_out_{op}"].sum() / rows[f"records_in_{op}"].sum())
+    spans = batches[[f"span_s_{op}" for op in operators]].sum(axis=1)
+    overhead = float(np.median(np.maximum(0.0, batches["batch_duration_s"] - spans)))
+    return {"service_s": service, "selectivity": selectivity, "task_overhead_s": float(np.median(task_overheads)),
+            "batch_overhead_s": overhead}
+
+
+def variant(params: dict[str, Any]) -> str:
+    """The oracle's configuration as a suite variant string (controller:param=value,...)."""
+    def flow(value: Any) -> str:
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{k}: {float(v):.6g}" for k, v in value.items()) + "}"
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+    return "oracle:" + ",".join(f"{k}={flow(v)}" for k, v in params.items())
+
+
+def calibrate(master: str, trigger_s: float, max_degree: int, degree: int, duration_s: float, peak_rate: float,
+              tracking_uri: str | None, experiment: str, out: Path) -> dict[str, Any]:
+    from mlflow.tracking import MlflowClient
+
+    from jobs.experiment import run_experiment
+
+    workload = {"name": "calibration-ramp", "profile": "ramp",
+                "params": {"start": peak_rate / 10, "end": peak_rate, "ramp_end_s": duration_s},
+                "duration_s": duration_s, "seed": 1}
+    with tempfile.TemporaryDirectory(prefix="calibration-") as scratch:
+        config = RunConfig("static", {"degree": degree}, workload, master=master, trigger_s=trigger_s,
+                           max_degree=max_degree, tracking_uri=tracking_uri, experiment=experiment,
+                           run_name=f"calibration {master}", tags={"kind": "calibration"},
+                           output_dir=str(Path(scratch) / "run"), quiet=True).validate()
+        result = run_experiment(config, log=lambda line: print(line, flush=True))
+        batches = pd.read_parquet(Path(scratch) / "run" / "artifacts" / "batches.parquet")
+    client = MlflowClient(result["tracking_uri"])
+    run = client.get_run(result["run_id"])
+    costs = fit_costs(batches, config.topo.names)
+    params = {**costs, "slots": int(run.data.params.get("spark.default_parallelism", max_degree)),
+              "calibration_run": result["run_id"]}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump({"controller": "oracle", "params": params}, sort_keys=False))
+    client.log_artifact(result["run_id"], str(out), "calibration")
+    client.set_tag(result["run_id"], "calibration.variant", variant(params)[:5000])
+    for key, value in costs.items():
+        if isinstance(value, dict):
+            for op, v in value.items():
+                client.log_param(result["run_id"], f"calibration.{key}.{op}", f"{v:.6g}")
+        else:
+            client.log_param(result["run_id"], f"calibration.{key}", f"{value:.6g}")
+    return params
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.recorder import DEFAULT_EXPERIMENT
+
+    p = argparse.ArgumentParser(prog="python -m jobs.calibrate", description=__doc__.split("\n\n")[0])
+    p.add_argument("--master", default="local[4]")
+    p.add_argument("--trigger", type=float, default=2.0, help="trigger interval of the runs to bound (s)")
+    p.add_argument("--max-degree", type=int, default=8)
+    p.add_argument("--degree", type=int, default=2, help="static degree of every operator while measuring")
+    p.add_argument("--duration", type=float, default=30.0)
+    p.add_argument("--peak-rate", type=float, default=4000.0, help="events/s at the end of the rising load")
+    p.add_argument("--tracking-uri", default=None)
+    p.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the oracle's controller config (YAML)")
+    args = p.parse_args(argv)
+    try:
+        params = calibrate(args.master, args.trigger, args.max_degree, args.degree, args.duration, args.peak_rate,
+                           args.tracking_uri, args.experiment, args.out)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(params, indent=1))
+    print(f"oracle config written to {args.out}: python -m jobs.run --controller-config {args.out} ...")
+    print(f"as a suite variant: {variant(params)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

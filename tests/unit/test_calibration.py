@@ -1,0 +1,48 @@
+"""The oracle's calibration fit, on batches with known costs, and its configuration as a suite variant."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import controllers
+from analysis.suite import parse_variant
+from jobs.calibrate import fit_costs, variant
+from jobs.config import param_value
+
+OPS = ("parse", "enrich", "aggregate", "sink")
+COST = {"parse": 2e-6, "enrich": 1.6e-4, "aggregate": 4e-6, "sink": 1e-6}
+
+
+def batches(n=30, tasks=2, task_cost=0.004, overhead=0.12, seed=0):
+    rng = np.random.default_rng(seed)
+    records = np.linspace(400, 8000, n).astype(int)
+    table = {"batch_duration_s": np.zeros(n)}
+    flowing = records.astype(float)
+    for op in OPS:
+        out = flowing * (0.2 if op == "aggregate" else 1.0)
+        busy = flowing * COST[op] + tasks * task_cost + rng.normal(0, 1e-4, n)
+        table.update({f"records_in_{op}": flowing.astype(int), f"records_out_{op}": out.astype(int),
+                      f"busy_s_{op}": busy, f"tasks_{op}": np.full(n, tasks), f"span_s_{op}": busy / tasks})
+        table["batch_duration_s"] = table["batch_duration_s"] + busy / tasks
+        flowing = out
+    table["batch_duration_s"] = table["batch_duration_s"] + overhead
+    return pd.DataFrame(table)
+
+
+def test_the_fit_recovers_known_costs():
+    costs = fit_costs(batches(), OPS)
+    for op in OPS:
+        assert costs["service_s"][op] == pytest.approx(COST[op], rel=0.05, abs=2e-7)
+    assert costs["selectivity"]["aggregate"] == pytest.approx(0.2, rel=0.01)
+    assert costs["selectivity"]["enrich"] == pytest.approx(1.0)
+    assert costs["task_overhead_s"] == pytest.approx(0.004, abs=0.001)
+    assert costs["batch_overhead_s"] == pytest.approx(0.12, abs=1e-6)
+
+
+def test_the_variant_string_round_trips_to_the_same_oracle():
+    params = {**fit_costs(batches(), OPS), "slots": 4, "calibration_run": "abc123"}
+    name, pairs = parse_variant(variant(params))
+    parsed = {k: param_value(v) for k, v in (pair.split("=", 1) for pair in pairs)}
+    assert name == "oracle" and parsed["calibration_run"] == "abc123" and parsed["slots"] == 4
+    oracle = controllers.build_controller(name, parsed, OPS, 8)
+    for op in OPS:
+        assert oracle.params["service_s"][op] == pytest.approx(params["service_s"][op], rel=1e-5)
