@@ -18,6 +18,9 @@ from tests.integration.conftest import run_cli
         (["--controller", "static", "--master", "locl[2]"], "is not a Spark master URL"),
         (["--controller", "static", "--param", "degree"], "--param 'degree': expected NAME=VALUE"),
         (["--param", "degree=2"], "no controller given"),
+        (["--controller", "autoscale", "--param", "period_s=1"],
+         "period_s (1.0) is shorter than the trigger interval (2.0)"),
+        (["--controller", "autoscale", "--param", "theta_min=0.9"], "theta_min (0.9) must be below theta_max (0.8)"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, message, tracking_uri, mlflow_client):
