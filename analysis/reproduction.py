@@ -28,6 +28,7 @@ CONF_EXPT = "static:degree=1,degrees={enrich: 3}"  # the catalogue's autoscale-p
 # AUTOSCALE from each static start (enrich, the topology's expensive operator, plays the paper's "sink")
 AUTOSCALE_FROM_MIN = "autoscale"
 AUTOSCALE_FROM_EXPT = "autoscale:initial_degrees={enrich: 3}"
+CALIBRATED_ORACLE = "oracle"  # replaced by the oracle with freshly calibrated costs when the suite runs
 LEARNED_FROM_MIN = "autoscale:predictor=registry"
 LEARNED_FROM_EXPT = "autoscale:initial_degrees={enrich: 3},predictor=registry"
 
@@ -125,6 +126,31 @@ def _converges_within(step_at_s: float, limit: int) -> Callable[[pd.DataFrame], 
     return measure
 
 
+def _oracle_bound(runs: pd.DataFrame) -> Measured:
+    """Issue #8: each controller's cost over the oracle's (same workload and seed), and whether the oracle is a bound
+    on Spark: it keeps the SLO and no configuration that also keeps it is cheaper."""
+    finished = runs[runs["status"] == "FINISHED"].assign(
+        name=lambda r: r["controller"].where(r["controller"] == "oracle", r["variant"]))
+    oracle = finished[finished["controller"] == "oracle"]
+    if oracle.empty:
+        return Measured("the suite has no finished oracle run", "inconclusive")
+    if (oracle["infeasible_decisions"].fillna(0) > 0).any():
+        return Measured("the oracle found the workload infeasible at the maximum degree: no bound", "infeasible")
+    t = finished.groupby("name").agg(n=("seed", "count"), slo=("slo_attainment", "mean"),
+                                     cost=("cost_slot_seconds", "mean"), ratio=("cost_to_oracle", "mean"),
+                                     target=("slo_target", "max"))
+    o = t.loc["oracle"]
+    others = t.drop(index="oracle").sort_values("ratio")
+    listing = "; ".join(f"{name} {row.ratio:.2f}x (SLO {row.slo:.1%})" for name, row in others.iterrows())
+    text = f"cost / oracle: {listing}; oracle SLO {o.slo:.1%}, cost {o.cost:.0f} slot-s ({o.n:.0f} seeds)"
+    cheaper = [name for name, row in others.iterrows() if row.slo >= row.target and row.ratio < 0.98]
+    if o.slo < o.target:
+        return Measured(text + " — the oracle misses the SLO (its calibration is off)", "does not hold")
+    if cheaper:
+        return Measured(text + f" — cheaper and within the SLO: {', '.join(cheaper)}", "does not hold")
+    return Measured(text, "bound holds")
+
+
 def _with_decisions(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
     import json
     import tempfile
@@ -163,6 +189,10 @@ CLAIMS: tuple[Claim, ...] = (
           "After a step change of load the controller reaches its stable configuration within 3 decisions.",
           "step", ("ds2",), ("ds2",), "issue #8 (DS2 and the oracle)", _converges_within(20.0, 3),
           needs_decisions=True),
+    Claim("oracle-bound-step", "Issue #8: DS2 and the oracle lower bound",
+          "How far each controller is from the least cost that keeps the SLO (the oracle knows the schedule and the "
+          "calibrated costs).", "step", (CONF_EXPT, "threshold", "ds2", CALIBRATED_ORACLE),
+          ("ds2", "oracle"), "issue #8 (DS2 and the oracle)", _oracle_bound),
     Claim("multilevel-containers", "Multi-level elasticity (IEEE TPDS 2019; digest_003 §5)",
           "More executors help until their number exceeds the cores; the wrong container level lowers performance.",
           "step", (), ("multilevel",), "issue #9 (executor and host levels)", None),
@@ -256,6 +286,14 @@ def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None) ->
     return "\n".join(lines) + "\n"
 
 
+def _calibrated_oracle(tracking_uri: str, experiment: str, master: str) -> str:
+    """Calibrate the job's costs now, on this master (a stale calibration would make a wrong bound)."""
+    from jobs.calibrate import DEFAULT_OUT, calibrate, variant
+
+    params = calibrate(master, 2.0, 8, 2, 30.0, 4000.0, tracking_uri, experiment, DEFAULT_OUT)
+    return variant(params)
+
+
 def run_claim(claim: Claim, tracking_uri: str, experiment: str, master: str) -> str:
     if claim.missing():
         raise SystemExit(f"claim {claim.id} needs {' and '.join(claim.missing())}: {claim.brought_by}")
@@ -263,7 +301,9 @@ def run_claim(claim: Claim, tracking_uri: str, experiment: str, master: str) -> 
                          {"kind": "reproduction", "claim": claim.id, "workload": claim.workload},
                          {"claim": claim.claim, "variants": " | ".join(claim.variants),
                           "seeds": ",".join(map(str, claim.seeds))})
-    request = SuiteRequest(claim.variants, (claim.workload,), claim.seeds, slo_latency_s=claim.slo_latency_s)
+    variants = tuple(_calibrated_oracle(tracking_uri, experiment, master) if v == CALIBRATED_ORACLE else v
+                     for v in claim.variants)
+    request = SuiteRequest(variants, (claim.workload,), claim.seeds, slo_latency_s=claim.slo_latency_s)
     result = run_suite(parent, request, tracking_uri=tracking_uri, experiment=experiment, master=master)
     MlflowClient(tracking_uri).set_terminated(parent, "FAILED" if result.failed else "FINISHED")
     return parent

@@ -79,3 +79,29 @@ def test_ds2_convergence_counts_changes_after_the_step_per_seed():
     assert m.verdict == "holds" and "seed 1: 2, seed 2: 1, seed 3: 3 (max 3, 3 seeds)" in m.text
     runs.at[2, "decisions"] = log(23.0, 25.0, 27.0, 29.0)
     assert _converges_within(20.0, 3)(runs).verdict == "does not hold"
+
+
+def test_the_oracle_bound_holds_only_if_no_configuration_within_the_slo_is_cheaper():
+    import pandas as pd
+
+    from analysis.reproduction import _oracle_bound
+    from analysis.runs import with_cost_to_oracle
+
+    def runs(ds2_cost, ds2_slo=0.99, oracle_slo=1.0, infeasible=0):
+        rows = []
+        for seed in (1, 2, 3):
+            for controller, variant, cost, slo in (("oracle", "oracle:service_s={...}", 100.0, oracle_slo),
+                                                   ("ds2", "ds2", ds2_cost, ds2_slo),
+                                                   ("threshold", "threshold", 150.0, 0.9)):
+                rows.append({"controller": controller, "variant": variant, "status": "FINISHED", "seed": seed,
+                             "workload": "step", "cost_slot_seconds": cost, "slo_attainment": slo,
+                             "slo_target": 0.95, "infeasible_decisions": infeasible if controller == "oracle" else 0})
+        return with_cost_to_oracle(pd.DataFrame(rows))
+
+    m = _oracle_bound(runs(120.0))
+    assert m.verdict == "bound holds"
+    assert m.text.startswith("cost / oracle: ds2 1.20x (SLO 99.0%); threshold 1.50x (SLO 90.0%); oracle SLO 100.0%")
+    assert _oracle_bound(runs(80.0)).verdict == "does not hold"  # ds2 within the SLO and cheaper: no bound
+    assert _oracle_bound(runs(80.0, ds2_slo=0.5)).verdict == "bound holds"  # cheaper, but missing the SLO
+    assert "misses the SLO" in _oracle_bound(runs(120.0, oracle_slo=0.9)).text
+    assert _oracle_bound(runs(120.0, infeasible=2)).verdict == "infeasible"
