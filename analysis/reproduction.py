@@ -29,6 +29,7 @@ CONF_EXPT = "static:degree=1,degrees={enrich: 3}"  # the catalogue's autoscale-p
 AUTOSCALE_FROM_MIN = "autoscale"
 AUTOSCALE_FROM_EXPT = "autoscale:initial_degrees={enrich: 3}"
 CALIBRATED_ORACLE = "oracle"  # replaced by the oracle with freshly calibrated costs when the suite runs
+STATIC_SUITES = ("autoscale-preventive", "autoscale-baselines")  # suites that ran ConfMin and ConfExpt
 LEARNED_FROM_MIN = "autoscale:predictor=registry"
 LEARNED_FROM_EXPT = "autoscale:initial_degrees={enrich: 3},predictor=registry"
 
@@ -50,9 +51,9 @@ class Claim:
     brought_by: str  # where the missing piece comes from
     measure: Callable[[pd.DataFrame], Measured] | None
     seeds: tuple[int, ...] = (1, 2, 3)
-    # measure against the static baselines of another claim's latest suite (same workload and seeds) instead of
-    # running them again
-    baselines_from: str | None = None
+    # measure against ConfMin/ConfExpt from the latest suite of these claims that ran them (same workload and
+    # seeds; static runs do not depend on the controller under test) instead of running them again
+    baselines_from: tuple[str, ...] = ()
     # the measurement reads each run's decision log (a `decisions` column: list of decision records)
     needs_decisions: bool = False
     slo_latency_s: float = 5.0
@@ -175,13 +176,13 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("autoscale-preventive", "AUTOSCALE (digest_001 §5, §6.8 checks 1-3), paper's OLS predictor",
           "ConfMin congests without recovery; AUTOSCALE from ConfMin keeps latency bounded; from ConfExpt it "
           "allocates nearly 30 % fewer resources at equivalent latency.",
-          "autoscale-paper", (CONF_MIN, CONF_EXPT, AUTOSCALE_FROM_MIN, AUTOSCALE_FROM_EXPT), ("autoscale",),
-          "issue #6 (preventive controller)", _preventive),
+          "autoscale-paper", (AUTOSCALE_FROM_MIN, AUTOSCALE_FROM_EXPT), ("autoscale",),
+          "issue #6 (preventive controller)", _preventive, baselines_from=STATIC_SUITES),
     Claim("autoscale-learned-predictor", "AUTOSCALE with the registry's champion load predictor (issue #6)",
           "The same experiment with the best registered regression predictor instead of the paper's.",
           "autoscale-paper", (LEARNED_FROM_MIN, LEARNED_FROM_EXPT), ("autoscale",),
           "issue #6 (preventive controller)", lambda runs: _preventive(runs, LEARNED_FROM_MIN, LEARNED_FROM_EXPT),
-          baselines_from="autoscale-preventive"),
+          baselines_from=STATIC_SUITES),
     Claim("seep-t1", "SEEP scaling policies (Rouaux 2014; digest_002 §5.1 T1)",
           "Queue passes 300 at about 60 s; the operator scales 1 -> 2 at about 90-92 s; no second action.",
           "seep-constant", (), ("seep-policy",), "issue #7 (policy language, T1-T6)", None),
@@ -230,7 +231,7 @@ def claim_timelines(tracking_uri: str, claim: Claim, runs: pd.DataFrame, figures
     finished = runs[runs["status"] == "FINISHED"]
     series = []
     with tempfile.TemporaryDirectory() as scratch:
-        for variant in claim.variants if not claim.baselines_from else (CONF_MIN, CONF_EXPT, *claim.variants):
+        for variant in (CONF_MIN, CONF_EXPT, *claim.variants) if claim.baselines_from else claim.variants:
             rows = finished[finished["variant"] == variant].sort_values("seed")
             if rows.empty:
                 continue
@@ -244,6 +245,23 @@ def claim_timelines(tracking_uri: str, claim: Claim, runs: pd.DataFrame, figures
             return None
         figures_dir.mkdir(parents=True, exist_ok=True)
         return workload_timelines_png(claim.workload, series, claim.slo_latency_s, figures_dir / f"{claim.id}.png")
+
+
+def static_baselines(tracking_uri: str, experiment: str, claims: tuple[str, ...]) -> tuple[str | None, pd.DataFrame]:
+    """The ConfMin and ConfExpt runs of the latest finished suite of `claims` that has both."""
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return None, pd.DataFrame()
+    for parent in client.search_runs([found.experiment_id], order_by=["attributes.start_time DESC"], max_results=50,
+                                     filter_string="tags.kind = 'reproduction' and attributes.status = 'FINISHED'"):
+        if parent.data.tags.get("claim") not in claims:
+            continue
+        runs = load_runs(tracking_uri, parent_run_id=parent.info.run_id)
+        static = runs[runs["variant"].isin([CONF_MIN, CONF_EXPT])]
+        if {CONF_MIN, CONF_EXPT} <= set(static["variant"]):
+            return parent.info.run_id, static
+    return None, pd.DataFrame()
 
 
 def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None) -> str:
@@ -264,11 +282,10 @@ def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None) ->
             measured, verdict, suite = "not run yet", "–", "–"
         else:
             baseline_note = ""
-            if claim.baselines_from:
-                by_id = {c.id: c for c in CLAIMS}
-                base_parent, base = latest_suite(tracking_uri, experiment, by_id[claim.baselines_from])
+            if claim.baselines_from and not {CONF_MIN, CONF_EXPT} <= set(runs["variant"]):
+                base_parent, base = static_baselines(tracking_uri, experiment, claim.baselines_from)
                 if base_parent is not None:
-                    runs = pd.concat([base[base["variant"].isin([CONF_MIN, CONF_EXPT])], runs], ignore_index=True)
+                    runs = pd.concat([base, runs], ignore_index=True)
                     baseline_note = f"; ConfMin/ConfExpt from `{base_parent[:8]}`"
             if claim.needs_decisions:
                 runs = _with_decisions(tracking_uri, runs)

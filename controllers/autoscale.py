@@ -12,9 +12,11 @@ min(maxP, ceil(degree × NdA)), or degree + 1 when the scale-out comes from stro
 
 What the Spark job measures for it (the project's mapping, digest_001 §6.1): an operator's arrivals in a
 sub-interval are the records its upstream delivered in that micro-batch, and for the first operator the events that
-became due (the offered load, not the rows admitted); its backlog is the source's unread events for the first
-operator and 0 downstream (a micro-batch runs all its stages to completion, so nothing queues between operators);
-Lat is its tasks' busy time per input record; its degree is its partitions per batch.
+became due (the offered load, not the rows admitted); its backlog (nbEnAttente, what it still has to process) is
+the source's unread events scaled by the selectivities upstream of it — a micro-batch runs all its stages to
+completion, so nothing queues between operators, but every unread event will pass through each of them, and
+an expensive operator downstream of a cheap one is exactly where Storm's queue would have built up; Lat is its
+tasks' busy time per input record; its degree is its partitions per batch.
 
 The paper's ambiguities are parameters, each default a project's choice named in its doc: eq. 2 read literally or
 extrapolated to the next iteration; ε zero or the covariance of recent capacities with the iteration index; upstream
@@ -191,6 +193,7 @@ class AutoscaleController(Controller):
         self._period_n = 0
         self._period_busy = {op: 0.0 for op in self.operators}
         self._period_records = {op: 0 for op in self.operators}
+        self._period_out = {op: 0 for op in self.operators}
 
     def check_run(self, trigger_s: float) -> None:
         if self.params["period_s"] < trigger_s:
@@ -217,6 +220,7 @@ class AutoscaleController(Controller):
             h.intervals.append(snapshot.interval_s)
             self._period_busy[op.name] += op.busy_s
             self._period_records[op.name] += op.records_in
+            self._period_out[op.name] += op.records_out
             upstream_out = op.records_out
         self._period_n += 1
 
@@ -235,18 +239,21 @@ class AutoscaleController(Controller):
             self._period_n = 0
             self._period_busy = {op: 0.0 for op in self.operators}
             self._period_records = {op: 0 for op in self.operators}
+            self._period_out = {op: 0 for op in self.operators}
 
     def _iterate(self, snapshot: Snapshot, current: dict[str, int], span: float) -> Decision:
         p = self.params
         n = self._period_n
         nda, cls, trend, local, details = {}, {}, {}, {}, {}
-        for i, op in enumerate(self.operators):
+        waiting = float(snapshot.backlog)  # unread events, as records reaching each operator in turn
+        for op in self.operators:
             h = self._history[op]
             if self._period_records[op]:
                 h.service_s = self._period_busy[op] / self._period_records[op]
             fc = self.predictor.forecast(list(h.times), list(h.counts), list(h.intervals), span, n)
-            backlog = snapshot.backlog if i == 0 else 0
-            charge = fc.arrivals + backlog
+            charge = fc.arrivals + waiting
+            if self._period_records[op]:
+                waiting *= self._period_out[op] / self._period_records[op]
             effective = min(current[op], p["parallel_slots"]) if p["parallel_slots"] else current[op]
             if h.service_s is None or h.service_s <= 0:
                 capacity = math.inf  # nothing measured yet: no evidence of any load on this operator

@@ -57,7 +57,8 @@ def elastic_predictor_training():
     def collect(params=None, dag_run=None) -> dict:
         from pathlib import Path
 
-        from analysis.load_predictors import PredictorError, collect as collect_series
+        from analysis.load_predictors import PredictorError
+        from analysis.load_predictors import collect as collect_series
 
         try:
             return collect_series(Path(folder(dag_run)), params["traces"] or None, tracking_uri(),
@@ -70,7 +71,8 @@ def elastic_predictor_training():
     def train(params=None, dag_run=None) -> dict:
         from pathlib import Path
 
-        from analysis.load_predictors import PredictorError, train as train_candidates
+        from analysis.load_predictors import PredictorError
+        from analysis.load_predictors import train as train_candidates
 
         try:
             return train_candidates(Path(folder(dag_run)), params["horizon"], params["train_fraction"])

@@ -129,10 +129,10 @@ def snap(batch_id, time_s, arrivals, degrees, busy, records=None, backlog=0, int
 def test_one_iteration_by_hand():
     """Δ = 10 s of five 2-s batches with arrivals 1000, 1200, ..., 1800; enrich costs 1 ms per record at degree 2.
 
-    Slope 100 per s, so eq. 2 extrapolated = 7000 + 5 x 100 x 10 = 12000. The source's backlog (600) is parse's
-    only (downstream operators have none in a micro-batch): parse's EstimCharge 12600, capacity 10 / 1e-6 = 10^7,
-    NdA ~ 0.001, low but the trend is increasing: nothing. Enrich: capacity = 2 x 10 / 0.001 = 20000 -> NdA 0.6,
-    normal: nothing. Then a 3x busier enrich is critical and is sized by ceil(2 x NdA).
+    Slope 100 per s, so eq. 2 extrapolated = 7000 + 5 x 100 x 10 = 12000. The 600 unread events will pass through
+    every operator (selectivity 1 here): EstimCharge 12600 for each. Parse: capacity 10 / 1e-6 = 10^7, NdA ~ 0.001,
+    low but the trend is increasing: nothing. Enrich: capacity = 2 x 10 / 0.001 = 20000 -> NdA 0.63, normal:
+    nothing. Then a 3x busier enrich is critical and is sized by ceil(2 x NdA).
     """
     degrees = {"parse": 1, "enrich": 2, "aggregate": 1, "sink": 1}
     ctl = build_controller("autoscale", {"initial_degrees": {"enrich": 2}}, OPS, 8)
@@ -145,9 +145,9 @@ def test_one_iteration_by_hand():
     assert all("in progress" in d.reason for d in decisions[:4])
     last = decisions[-1]
     assert last.details["charge_parse"] == pytest.approx(12600)
-    assert last.details["charge_enrich"] == pytest.approx(12000)
+    assert last.details["charge_enrich"] == pytest.approx(12600)
     assert last.details["capacity_enrich"] == pytest.approx(20000)
-    assert last.details["nda_enrich"] == pytest.approx(0.6)
+    assert last.details["nda_enrich"] == pytest.approx(0.63)
     assert dict(last.degrees) == degrees
     for k in range(5, 10):
         arrivals = 1000 + 200 * k
@@ -174,6 +174,20 @@ def test_bad_configurations_name_the_parameter(params, message):
     with pytest.raises(ConfigError) as err:
         build_controller("autoscale", params, OPS, 8)
     assert message in str(err.value)
+
+
+def test_unread_events_reach_each_operator_through_the_selectivities_upstream():
+    ctl = build_controller("autoscale", {"period_s": 2.0}, OPS, 8)
+    degrees = dict.fromkeys(OPS, 1)
+    records = {"parse": 1000, "enrich": 1000, "aggregate": 1000, "sink": 250}
+    s = snap(0, 2.0, 1000, degrees, dict.fromkeys(OPS, 0.01), backlog=4000)
+    s = s.__class__(**{**s.__dict__, "operators": tuple(
+        op.__class__(op.name, op.degree, records[op.name], records[OPS[i + 1]] if i < 3 else 250, op.busy_s,
+                     op.tasks, op.max_task_s, op.span_s) for i, op in enumerate(s.operators))})
+    d = ctl.decide(s)
+    # aggregate keeps a quarter of its input: the 4000 unread events are 1000 records for the sink
+    assert d.details["charge_enrich"] == pytest.approx(1000 + 4000)
+    assert d.details["charge_sink"] == pytest.approx(250 + 1000)
 
 
 def test_an_iteration_shorter_than_the_trigger_is_rejected():

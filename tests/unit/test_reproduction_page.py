@@ -2,7 +2,7 @@
 from mlflow.tracking import MlflowClient
 
 from analysis.reproduction import (AUTOSCALE_FROM_EXPT, AUTOSCALE_FROM_MIN, CLAIMS, CONF_EXPT, CONF_MIN, _baselines,
-                                   _preventive, page)
+                                   _preventive, page, static_baselines)
 from tests.unit.test_promotion_rule import suite
 
 
@@ -41,6 +41,10 @@ def test_the_page_reads_the_latest_finished_suite_of_each_claim(tmp_path):
     row = [line for line in text.splitlines() if line.startswith("| autoscale-baselines")][0]
     assert "ConfMin: SLO attainment 30.0%" in row and "| holds |" in row and "4 runs, seeds 1, 2" in row
     assert len([line for line in text.splitlines() if line.startswith("| ")]) == len(CLAIMS) + 1
+    # a claim that borrows its static baselines gets them from the latest finished suite that ran both
+    parent, static = static_baselines(uri, "repro", ("autoscale-baselines",))
+    assert sorted(set(static["variant"])) == [CONF_MIN, CONF_EXPT] and len(static) == 4
+    assert static.loc[static["variant"] == CONF_MIN, "slo_attainment"].tolist() == [0.3, 0.3]
     preventive_row = [line for line in text.splitlines() if line.startswith("| autoscale-preventive")][0]
     assert "not run yet" in preventive_row, "the controller exists, no suite has run"
     ds2_row = [line for line in text.splitlines() if line.startswith("| ds2-three-steps")][0]
