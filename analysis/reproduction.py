@@ -232,7 +232,9 @@ def claim_timelines(tracking_uri: str, claim: Claim, runs: pd.DataFrame, figures
     series = []
     with tempfile.TemporaryDirectory() as scratch:
         for variant in (CONF_MIN, CONF_EXPT, *claim.variants) if claim.baselines_from else claim.variants:
-            rows = finished[finished["variant"] == variant].sort_values("seed")
+            calibrated = variant == CALIBRATED_ORACLE  # the suite ran it with its calibrated parameters
+            rows = finished[(finished["controller"] == "oracle") if calibrated else (finished["variant"] == variant)]
+            rows = rows.sort_values("seed")
             if rows.empty:
                 continue
             first = rows.iloc[0]
@@ -240,7 +242,8 @@ def claim_timelines(tracking_uri: str, claim: Claim, runs: pd.DataFrame, figures
                 path = client.download_artifacts(first["run_id"], "batches.parquet", scratch)
             except Exception:  # noqa: BLE001 - a run without its batch table is listed, not plotted
                 continue
-            series.append((f"{variant} (seed {first['seed']})", pd.read_parquet(path)))
+            label = "oracle (calibrated)" if calibrated else variant
+            series.append((f"{label} (seed {first['seed']})", pd.read_parquet(path)))
         if not series:
             return None
         figures_dir.mkdir(parents=True, exist_ok=True)
