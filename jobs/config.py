@@ -102,7 +102,6 @@ class RunConfig:
             check_master(self.master)
         return self
 
-
     def _registered_predictor(self, params: dict[str, Any]) -> Any:
         """Load and check the registered load predictor a controller asks for (predictor=registry), once."""
         if params.get("predictor") != "registry":
