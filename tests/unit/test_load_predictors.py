@@ -99,17 +99,18 @@ def test_without_a_registered_model_the_run_falls_back_and_records_why(uri):
     assert "has no version with alias 'champion'" in loaded.warning
 
 
-def register_model(uri, name, model, X):
+def register_model(uri, name, model, X, artifacts):
     mlflow.set_tracking_uri(uri)
-    with mlflow.start_run():
+    exp = mlflow.MlflowClient(uri).create_experiment("wrong", artifact_location=artifacts.as_uri())
+    with mlflow.start_run(experiment_id=exp):  # not the Default experiment: its artifacts would land in ./mlruns
         info = mlflow.sklearn.log_model(model, name="model", input_example=X.head(2), registered_model_name=name,
                                         signature=mlflow.models.infer_signature(X, model.predict(X)))
     mlflow.MlflowClient(uri).set_registered_model_alias(name, "champion", info.registered_model_version)
 
 
-def test_a_model_with_another_input_schema_is_an_error_before_the_run(uri):
+def test_a_model_with_another_input_schema_is_an_error_before_the_run(uri, tmp_path):
     X = pd.DataFrame({"hour": np.arange(20.0), "load": np.arange(20.0) * 2})
-    register_model(uri, "wrong-schema", LinearRegression().fit(X, X["load"]), X)
+    register_model(uri, "wrong-schema", LinearRegression().fit(X, X["load"]), X, tmp_path / "artifacts")
     with pytest.raises(PredictorLoadError, match=r"expects inputs \['hour', 'load'\], but the controller provides"):
         load_registered_predictor(uri, "wrong-schema", "champion")
     config = RunConfig("autoscale", {"predictor": "registry", "predictor_model": "wrong-schema"}, "step",
