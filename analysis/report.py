@@ -47,7 +47,7 @@ def _img(path: Path, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _batches(client: MlflowClient, run_id: str, scratch: Path) -> pd.DataFrame | None:
+def run_batches(client: MlflowClient, run_id: str, scratch: Path) -> pd.DataFrame | None:
     try:
         return pd.read_parquet(client.download_artifacts(run_id, "batches.parquet", str(scratch)))
     except Exception:  # a run that failed before writing its batches has none; the table still lists it
@@ -121,7 +121,7 @@ def _figures(client: MlflowClient, workload: str, finished: pd.DataFrame, ranked
     series = []
     for config in ranked["config"]:
         first = finished[finished["config"] == config].sort_values("seed").iloc[0]
-        batches = _batches(client, first["run_id"], scratch / first["run_id"])
+        batches = run_batches(client, first["run_id"], scratch / first["run_id"])
         if batches is not None and len(batches):
             series.append((f"{config} (seed {first['seed']})", batches))
     if series:

@@ -226,6 +226,7 @@ def claim_timelines(tracking_uri: str, claim: Claim, runs: pd.DataFrame, figures
     import tempfile
 
     from analysis.figures import workload_timelines_png
+    from analysis.report import run_batches
 
     client = MlflowClient(tracking_uri)
     finished = runs[runs["status"] == "FINISHED"]
@@ -238,12 +239,11 @@ def claim_timelines(tracking_uri: str, claim: Claim, runs: pd.DataFrame, figures
             if rows.empty:
                 continue
             first = rows.iloc[0]
-            try:
-                path = client.download_artifacts(first["run_id"], "batches.parquet", scratch)
-            except Exception:  # noqa: BLE001 - a run without its batch table is listed, not plotted
+            batches = run_batches(client, first["run_id"], Path(scratch))
+            if batches is None:  # a run without its batch table is listed, not plotted
                 continue
             label = "oracle (calibrated)" if calibrated else variant
-            series.append((f"{label} (seed {first['seed']})", pd.read_parquet(path)))
+            series.append((f"{label} (seed {first['seed']})", batches))
         if not series:
             return None
         figures_dir.mkdir(parents=True, exist_ok=True)
