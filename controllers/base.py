@@ -10,7 +10,7 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from controllers.types import Decision, Snapshot
 
@@ -27,9 +27,17 @@ class Param:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] | None = None
+    # a text parameter that may also be given as a mapping or list (a policy written inline in YAML flow style or
+    # JSON): kept as that structure's JSON text, so every way of writing it configures the same thing
+    structured: bool = False
+    # what the configuration's identity (config_id) sees of the value, when the text is not the thing itself: a
+    # policy given by catalogue name is hashed as the rules it names, so editing the file makes a new configuration
+    identity: Callable[[Any], Any] | None = None
 
     def check(self, controller: str, name: str, value: Any) -> Any:
         where = f"controller {controller!r}: parameter {name!r}"
+        if self.structured and isinstance(value, (dict, list)):
+            value = json.dumps(value, sort_keys=True)
         if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if self.kind is int and isinstance(value, float) and value.is_integer():
@@ -140,6 +148,8 @@ def config_label(name: str, params: Mapping[str, Any]) -> str:
 def config_id(name: str, params: Mapping[str, Any]) -> str:
     """A stable identity for a configuration: a hash of its full, validated parameters."""
     checked = validate_config(name, params)
+    declared = _REGISTRY[name].PARAMS
+    checked = {k: declared[k].identity(v) if declared[k].identity else v for k, v in checked.items()}
     text = json.dumps({"controller": name, "params": checked}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -1,0 +1,27 @@
+"""Scaling policies as rule sets (the SEEP thesis, digest_002): model, safe parser, fluent builder, evaluator.
+
+Pure: no Spark, MLflow or I/O beyond reading the shipped catalogue, so policies are unit-tested in microseconds.
+"""
+from controllers.policy.builder import (
+                                        above,
+                                        absolute,
+                                        below,
+                                        factor,
+                                        millis,
+                                        minutes,
+                                        nodes,
+                                        percent,
+                                        relative,
+                                        rule,
+                                        rules,
+                                        seconds,
+                                        tuples,
+)
+from controllers.policy.catalogue import catalogue_names, load_policy, resolve_policy
+from controllers.policy.engine import Action, PolicyEngine
+from controllers.policy.model import METRICS, Policy, PolicyOptions, Rule, Trigger
+from controllers.policy.parse import PolicyError, parse_policy
+
+__all__ = ["Action", "METRICS", "Policy", "PolicyEngine", "PolicyError", "PolicyOptions", "Rule", "Trigger", "above",
+           "absolute", "below", "catalogue_names", "factor", "load_policy", "millis", "minutes", "nodes",
+           "parse_policy", "percent", "relative", "resolve_policy", "rule", "rules", "seconds", "tuples"]
