@@ -1,5 +1,5 @@
 """DS2 (Kalavri et al., "Three steps is all you need", OSDI 2018), the method behind Flink's autoscaler, adapted to
-micro-batches.
+micro-batches. The derivation, with a worked example and the knobs, is docs/ds2.md.
 
 DS2 measures each operator's *true* processing rate — records processed per second of busy time, which does not
 depend on how many tasks run it — and its selectivity (records out / records in). From the sources' target rate it

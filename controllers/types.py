@@ -59,8 +59,9 @@ class Snapshot:
     operators: tuple[OperatorMetrics, ...]
     max_degree: int
     executors: int | None = None
-    cpu_percent: float | None = None
+    cpu_percent: float | None = None  # percent of one core, summed over the job's processes on this host
     memory_mb: float | None = None
+    cpu_cores: int | None = None  # the host's cores, to read cpu_percent as a share of the machine
 
     @property
     def degrees(self) -> dict[str, int]:

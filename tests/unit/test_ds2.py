@@ -135,3 +135,18 @@ def test_an_unreachable_target_falls_back_to_keeping_up_not_to_every_task():
     degrees, details = ds2.plan(snap)
     assert details["overhead_s"] == pytest.approx(1.2) and details["budget_s"] == pytest.approx(0.8)
     assert degrees == {"parse": 1, "enrich": 2, "aggregate": 1, "sink": 1}
+
+
+def test_the_worked_example_of_docs_ds2_md():
+    """docs/ds2.md's table: with a large per-batch cost the whole-batch inequality needs a third enrich task that
+    streaming DS2's per-operator rule does not ask for."""
+    work = {"parse": 0.06, "enrich": 1.8, "aggregate": 0.12, "sink": 0.006}
+    rates = {"parse": 6000, "enrich": 6000, "aggregate": 6000, "sink": 600}
+    service = {"parse": 5e-6, "enrich": 150e-6, "aggregate": 10e-6, "sink": 5e-6}
+    streaming = {op: math.ceil(rates[op] * service[op] / 0.7) for op in work}
+    assert streaming == {"parse": 1, "enrich": 2, "aggregate": 1, "sink": 1}
+    for fixed_s, expected in ((0.3, (1, 2, 1, 1)), (0.6, (1, 3, 1, 1))):
+        degrees = least_cost_degrees(work, 0.7 * 2.0 - fixed_s, 1, 8)
+        assert tuple(degrees.values()) == expected
+        assert sum(w / degrees[op] for op, w in work.items()) + fixed_s == pytest.approx(1.386)
+    assert sum(w / streaming[op] for op, w in work.items()) + 0.6 == pytest.approx(1.686)
