@@ -116,6 +116,7 @@ class BatchProcessor:
             records_read=n, backlog=due_now - stop,
             latency_p50_s=_f(p50), latency_p95_s=_f(p95), latency_p99_s=_f(p99),
             operators=ops, max_degree=self.config.max_degree, cpu_percent=cpu, memory_mb=mem,
+            cpu_cores=self.sampler.cores,
         )
         new_degrees = self.loop.step(snapshot)
         decision = self.loop.log[-1]

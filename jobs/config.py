@@ -60,6 +60,7 @@ class RunConfig:
     drain_timeout_s: float = 60.0
     quiet: bool = False
     fail_at_batch: int | None = None
+    policy_source: str | None = None  # the file a --policy was read from, so errors name it
 
     # filled by validate()
     spec: WorkloadSpec | None = None
@@ -81,6 +82,13 @@ class RunConfig:
             self.topo = replace(self.topo, payload_format="google_task_events_csv")
         _positive("--max-degree", self.max_degree, integer=True)
         _positive("--trigger", self.trigger_s)
+        if self.policy_source is not None:
+            from controllers.policy import PolicyError, parse_policy
+
+            try:
+                parse_policy(str(self.controller_params.get("policy", "")), self.policy_source, self.topo.names)
+            except PolicyError as exc:
+                raise InputError(str(exc)) from None
         try:
             controller = controllers.build_controller(self.controller, self.controller_params, self.topo.names,
                                                       self.max_degree)

@@ -130,6 +130,11 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         recorder.log_params({"workload.total_events": schedule.total_events,
                              "workload.sha256": hashlib.sha256(spec.to_json().encode()).hexdigest()})
         recorder.log_dict(topology.to_dict(), "config/topology.json")
+        if hasattr(controller, "policy"):  # a scaling policy: as the user wrote it, and as it was understood
+            recorder.log_text(str(controller.params["policy"]), "config/policy.txt")
+            recorder.log_dict(controller.policy.to_dict(), "config/policy.json")
+            recorder.log_params({"policy.name": controller.policy.name or "(unnamed)",
+                                 "policy.rules": len(controller.policy.rules)})
 
         if output.exists():
             shutil.rmtree(output)

@@ -146,6 +146,7 @@ class ProcessSampler:
 
     def __init__(self):
         self.root = psutil.Process()
+        self.cores = psutil.cpu_count() or 1  # cpu percent is summed over processes: up to 100 x cores
         self._known: dict[int, psutil.Process] = {}
         self._tree: list[psutil.Process] = []
         self._tree_at = float("-inf")

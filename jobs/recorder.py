@@ -108,6 +108,9 @@ class RunRecorder:
     def log_dict(self, data: Any, name: str) -> None:
         self.client.log_dict(self.run_id, data, name)
 
+    def log_text(self, text: str, name: str) -> None:
+        self.client.log_text(self.run_id, text, name)
+
     # ---- metrics ------------------------------------------------------------------------------------------
     def log_metrics_async(self, metrics: Mapping[str, float | None], step: int) -> None:
         """Queue metrics for the background thread; returns at once."""

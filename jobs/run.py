@@ -21,6 +21,7 @@ if __package__ in (None, ""):  # run as a script (spark-submit jobs/run.py): mak
 import yaml  # noqa: E402
 
 import controllers  # noqa: E402
+import controllers.policy  # noqa: E402
 from jobs.config import InputError, RunConfig, param_value  # noqa: E402
 from workloads import catalogue_names  # noqa: E402
 
@@ -35,6 +36,7 @@ examples:
       --slo-latency 4 --summary-json out/summary.json
   python -m jobs.run --controller-config my_controller.yaml --workload my_workload.yaml --master spark://127.0.0.1:7077
   python -m jobs.run --champion step        # the configuration promoted for workload class 'step'
+  python -m jobs.run --policy my_policy.yaml --workload seep-periodic --topology seep-mu10
 """
 
 
@@ -52,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--controller", help="controller name (see below)")
     c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="controller parameter (repeatable)")
     c.add_argument("--controller-config", metavar="FILE", help="YAML/JSON file {controller: NAME, params: {...}}")
+    c.add_argument("--policy", metavar="FILE|NAME|TEXT",
+                   help="a scaling policy (controller seep-policy): a YAML/JSON file, a catalogue name "
+                        f"({', '.join(controllers.policy.catalogue_names())}) or the policy's text")
     c.add_argument("--champion", metavar="WORKLOAD_CLASS",
                    help="use the configuration promoted as champion for this workload class (MLflow registry)")
     c.add_argument("--max-degree", type=int, default=8, help="largest degree of any operator (default 8)")
@@ -139,8 +144,21 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             raise InputError(f"--controller {name!r} contradicts {path} (controller {raw['controller']!r})")
         name = raw["controller"]
         params = dict(raw.get("params") or {})
+    policy_source = None
+    if args.policy:
+        if name and name != "seep-policy":
+            raise InputError(f"--policy is for controller 'seep-policy', not {name!r}")
+        name = "seep-policy"
+        path = Path(args.policy)
+        if path.suffix.lower() in (".yaml", ".yml", ".json") or path.is_file():
+            try:
+                params["policy"], policy_source = path.read_text(), str(path)
+            except OSError as exc:
+                raise InputError(f"--policy {path}: cannot be read: {exc.strerror}") from None
+        else:
+            params["policy"] = args.policy
     if not name:
-        raise InputError("no controller given: use --controller NAME or --controller-config FILE")
+        raise InputError("no controller given: use --controller NAME, --controller-config FILE or --policy FILE")
     params.update({k: param_value(v) for k, v in _pairs(args.param, "--param").items()})
     return RunConfig(
         controller=name, controller_params=params, workload=args.workload or args.champion or "step",
@@ -151,7 +169,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
         summary_json=args.summary_json, lead_in_s=args.lead_in, drain_timeout_s=args.drain_timeout,
-        quiet=args.quiet, fail_at_batch=args.fail_at_batch,
+        quiet=args.quiet, fail_at_batch=args.fail_at_batch, policy_source=policy_source,
     )
 
 

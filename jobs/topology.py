@@ -73,6 +73,17 @@ ZERO_COST_TOPOLOGY = Topology(
 )
 
 
+def _seep(mu: float) -> Topology:
+    """The SEEP thesis' SimpleStatelessOperator with service rate mu tuples/s per task (digest_002 §6.4): enrich
+    waits 1/mu s per record; the rest is the default topology's cheap work."""
+    return Topology(tuple(OperatorSpec(op.name, op.kind, op.cpu_us, 1e6 / mu if op.name == "enrich" else 0.0)
+                          for op in DEFAULT_TOPOLOGY.operators), window_s=DEFAULT_TOPOLOGY.window_s)
+
+
+NAMED_TOPOLOGIES = {"default": DEFAULT_TOPOLOGY, "zero-cost": ZERO_COST_TOPOLOGY, "seep-mu5": _seep(5.0),
+                    "seep-mu10": _seep(10.0)}
+
+
 def parse_topology(raw: Mapping[str, Any], source: str) -> Topology:
     if not isinstance(raw, Mapping) or "operators" not in raw:
         raise TopologyError(f"{source}: a topology needs a list 'operators'")
@@ -106,13 +117,14 @@ def parse_topology(raw: Mapping[str, Any], source: str) -> Topology:
 
 
 def load_topology(ref: str | None) -> Topology:
-    if ref in (None, "default"):
+    if ref is None:
         return DEFAULT_TOPOLOGY
-    if ref == "zero-cost":
-        return ZERO_COST_TOPOLOGY
+    if ref in NAMED_TOPOLOGIES:
+        return NAMED_TOPOLOGIES[ref]
     path = Path(ref)
     if not path.is_file():
-        raise TopologyError(f"topology {ref!r} is neither 'default', 'zero-cost' nor an existing YAML file")
+        raise TopologyError(f"topology {ref!r} is neither one of {', '.join(NAMED_TOPOLOGIES)} nor an existing "
+                            "YAML file")
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:

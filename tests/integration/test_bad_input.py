@@ -21,6 +21,13 @@ from tests.integration.conftest import run_cli
         (["--controller", "autoscale", "--param", "period_s=1"],
          "period_s (1.0) is shorter than the trigger interval (2.0)"),
         (["--controller", "autoscale", "--param", "theta_min=0.9"], "theta_min (0.9) must be below theta_max (0.8)"),
+        (["--policy", "seep-t9"], "no policy 'seep-t9' in the catalogue"),
+        (["--controller", "static", "--policy", "seep-t5"], "--policy is for controller 'seep-policy', not 'static'"),
+        (["--policy", "{rules: [{operator: enrich, action: scale-out, by: {absolute: 1}}]}"],
+         "policy (inline), line 1, column 10: rule #1: missing field 'when'"),
+        (["--controller", "seep-policy", "--param",
+          "policy={rules: [{name: r, operator: enrich, action: grow, by: {absolute: 1}, "
+          "when: {metric: cpu, above: 5, for_at_least: 5}}]}"], "rule 'r': action: expected one of scale-out"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, message, tracking_uri, mlflow_client):
@@ -44,3 +51,16 @@ def test_missing_java_is_reported_before_spark_starts(tmp_path):
     proc = run_cli(["--controller", "static"], timeout=60, env=env)
     assert proc.returncode == 2
     assert "Java not found" in proc.stderr
+
+
+def test_a_bad_policy_file_names_the_file_line_and_rule_before_anything_starts(tmp_path, tracking_uri,
+                                                                                mlflow_client):
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("rules:\n  - name: drain\n    operator: enrich\n    action: scale-in\n    by: {absolute: 1}\n"
+                   "    when: {metric: queue-length, below: 1, for_at_least: soon}\n")
+    proc = run_cli(["--policy", str(bad), "--tracking-uri", tracking_uri, "--experiment", "bad-policy"], timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"error: policy {bad}, line 6, column 58: rule 'drain': when: for_at_least: "
+                                   "expected a duration in seconds (30, '30s', '5min', '5 minutes') greater than 0, "
+                                   "got 'soon'")
+    assert mlflow_client.get_experiment_by_name("bad-policy") is None
