@@ -19,7 +19,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 import controllers
-from analysis.runs import load_runs
+from analysis.runs import load_runs, with_cost_to_oracle
 from analysis.suite import SuiteRequest, open_parent, run_suite, timestamped
 from jobs.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 
@@ -41,6 +41,18 @@ class Measured:
 
 
 @dataclass(frozen=True)
+class Reuse:
+    """Variants a claim measures against but does not run itself: taken from the latest finished suite of
+    `from_claims` that ran them all (same workload and seeds; a static configuration or another controller does not
+    change with the controller under test, so running them again would only spend the machine's time)."""
+    variants: tuple[str, ...]
+    from_claims: tuple[str, ...]
+
+
+STATIC_BASELINES = Reuse((CONF_MIN, CONF_EXPT), STATIC_SUITES)
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     paper: str
@@ -51,9 +63,8 @@ class Claim:
     brought_by: str  # where the missing piece comes from
     measure: Callable[[pd.DataFrame], Measured] | None
     seeds: tuple[int, ...] = (1, 2, 3)
-    # measure against ConfMin/ConfExpt from the latest suite of these claims that ran them (same workload and
-    # seeds; static runs do not depend on the controller under test) instead of running them again
-    baselines_from: tuple[str, ...] = ()
+    reuse: tuple[Reuse, ...] = ()
+    elsewhere: str | None = None  # a page of its own measures the claim (the row links to it)
     # the measurement reads each run's decision log (a `decisions` column: list of decision records)
     needs_decisions: bool = False
     slo_latency_s: float = 5.0
@@ -131,7 +142,7 @@ def _oracle_bound(runs: pd.DataFrame) -> Measured:
     """Issue #8: each controller's cost over the oracle's (same workload and seed), and whether the oracle is a bound
     on Spark: it keeps the SLO and no configuration that also keeps it is cheaper."""
     finished = runs[runs["status"] == "FINISHED"].assign(
-        name=lambda r: r["controller"].where(r["controller"] == "oracle", r["variant"]))
+        name=lambda r: r["controller"].where(r["controller"] == "oracle", r["variant"].map(_short)))
     oracle = finished[finished["controller"] == "oracle"]
     if oracle.empty:
         return Measured("the suite has no finished oracle run", "inconclusive")
@@ -172,20 +183,21 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("autoscale-baselines", "AUTOSCALE (Kotto-Kombi et al., EGC 2017; digest_001 §5)",
           "With one task per operator (ConfMin) the topology congests at the peak; the expert configuration "
           "(ConfExpt) absorbs it.", "autoscale-paper", (CONF_MIN, CONF_EXPT), ("static",), "available",
-          _baselines, baselines_from=STATIC_SUITES),
+          _baselines, reuse=(STATIC_BASELINES,)),
     Claim("autoscale-preventive", "AUTOSCALE (digest_001 §5, §6.8 checks 1-3), paper's OLS predictor",
           "ConfMin congests without recovery; AUTOSCALE from ConfMin keeps latency bounded; from ConfExpt it "
           "allocates nearly 30 % fewer resources at equivalent latency.",
           "autoscale-paper", (AUTOSCALE_FROM_MIN, AUTOSCALE_FROM_EXPT), ("autoscale",),
-          "issue #6 (preventive controller)", _preventive, baselines_from=STATIC_SUITES),
+          "issue #6 (preventive controller)", _preventive, reuse=(STATIC_BASELINES,)),
     Claim("autoscale-learned-predictor", "AUTOSCALE with the registry's champion load predictor (issue #6)",
           "The same experiment with the best registered regression predictor instead of the paper's.",
           "autoscale-paper", (LEARNED_FROM_MIN, LEARNED_FROM_EXPT), ("autoscale",),
           "issue #6 (preventive controller)", lambda runs: _preventive(runs, LEARNED_FROM_MIN, LEARNED_FROM_EXPT),
-          baselines_from=STATIC_SUITES),
-    Claim("seep-t1", "SEEP scaling policies (Rouaux 2014; digest_002 §5.1 T1)",
-          "Queue passes 300 at about 60 s; the operator scales 1 -> 2 at about 90-92 s; no second action.",
-          "seep-constant", (), ("seep-policy",), "issue #7 (policy language, T1-T6)", None),
+          reuse=(STATIC_BASELINES,)),
+    Claim("seep-t1-t6", "SEEP scaling policies (Rouaux 2014; digest_002 §5.1 T1-T6)",
+          "T1: queue passes 300 at about 60 s; the operator scales 1 -> 2 at about 90-92 s; no second action "
+          "(and T2-T6).", "seep-constant", (), ("seep-policy",), "issue #7 (policy language, T1-T6)", None,
+          elsewhere="seep.md"),
     Claim("ds2-three-steps", "DS2 (Kalavri et al., OSDI 2018), the method of Flink's autoscaler",
           "After a step change of load the controller reaches its stable configuration within 3 decisions.",
           "step", ("ds2",), ("ds2",), "issue #8 (DS2 and the oracle)", _converges_within(20.0, 3),
@@ -194,6 +206,11 @@ CLAIMS: tuple[Claim, ...] = (
           "How far each controller is from the least cost that keeps the SLO (the oracle knows the schedule and the "
           "calibrated costs).", "step", (CONF_EXPT, "threshold", "ds2", CALIBRATED_ORACLE),
           ("ds2", "oracle"), "issue #8 (DS2 and the oracle)", _oracle_bound),
+    Claim("oracle-bound-autoscale", "Issue #8: DS2 and the oracle lower bound",
+          "The same bound on the AUTOSCALE paper's workload, next to the static configurations and AUTOSCALE.",
+          "autoscale-paper", ("threshold", "ds2", CALIBRATED_ORACLE), ("ds2", "oracle"),
+          "issue #8 (DS2 and the oracle)", _oracle_bound,
+          reuse=(STATIC_BASELINES, Reuse((AUTOSCALE_FROM_MIN, AUTOSCALE_FROM_EXPT), ("autoscale-preventive",)))),
     Claim("multilevel-containers", "Multi-level elasticity (IEEE TPDS 2019; digest_003 §5)",
           "More executors help until their number exceeds the cores; the wrong container level lowers performance.",
           "step", (), ("multilevel",), "issue #9 (executor and host levels)", None),
@@ -232,7 +249,7 @@ def claim_timelines(tracking_uri: str, claim: Claim, runs: pd.DataFrame, figures
     finished = runs[runs["status"] == "FINISHED"]
     series = []
     with tempfile.TemporaryDirectory() as scratch:
-        for variant in (CONF_MIN, CONF_EXPT, *claim.variants) if claim.baselines_from else claim.variants:
+        for variant in (*(v for r in claim.reuse for v in r.variants), *claim.variants):
             calibrated = variant == CALIBRATED_ORACLE  # the suite ran it with its calibrated parameters
             rows = finished[(finished["controller"] == "oracle") if calibrated else (finished["variant"] == variant)]
             rows = rows.sort_values("seed")
@@ -250,24 +267,57 @@ def claim_timelines(tracking_uri: str, claim: Claim, runs: pd.DataFrame, figures
         return workload_timelines_png(claim.workload, series, claim.slo_latency_s, figures_dir / f"{claim.id}.png")
 
 
-def static_baselines(tracking_uri: str, experiment: str, claims: tuple[str, ...]) -> tuple[str | None, pd.DataFrame]:
-    """The ConfMin and ConfExpt runs of the latest finished suite of `claims` that has both."""
+def reused_runs(tracking_uri: str, experiment: str, reuse: Reuse) -> tuple[str | None, pd.DataFrame]:
+    """The runs of `reuse.variants` from the latest finished suite of `reuse.from_claims` that has them all."""
     client = MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:
         return None, pd.DataFrame()
     for parent in client.search_runs([found.experiment_id], order_by=["attributes.start_time DESC"], max_results=50,
                                      filter_string="tags.kind = 'reproduction' and attributes.status = 'FINISHED'"):
-        if parent.data.tags.get("claim") not in claims:
+        if parent.data.tags.get("claim") not in reuse.from_claims:
             continue
         runs = load_runs(tracking_uri, parent_run_id=parent.info.run_id)
-        static = runs[runs["variant"].isin([CONF_MIN, CONF_EXPT])]
-        if {CONF_MIN, CONF_EXPT} <= set(static["variant"]):
-            return parent.info.run_id, static
+        picked = runs[runs["variant"].isin(reuse.variants)]
+        if set(reuse.variants) <= set(picked["variant"]):
+            return parent.info.run_id, picked
     return None, pd.DataFrame()
 
 
-def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None) -> str:
+def _with_reused(tracking_uri: str, experiment: str, claim: Claim, runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The claim's own runs plus the reused ones it does not have, costs re-related to this suite's oracle."""
+    notes = []
+    for reuse in claim.reuse:
+        if set(reuse.variants) <= set(runs.get("variant", ())):
+            continue  # the suite ran them itself
+        parent, reused = reused_runs(tracking_uri, experiment, reuse)
+        if parent is not None:
+            runs = pd.concat([reused, runs], ignore_index=True)
+            notes.append(f"{', '.join(_short(v) for v in reuse.variants)} from `{parent[:8]}`")
+    if notes and "cost_to_oracle" in runs.columns:
+        runs = with_cost_to_oracle(runs.drop(columns=["cost_to_oracle", "oracle_infeasible"]))
+    return runs, "".join(f"; {n}" for n in notes)
+
+
+def _short(variant: str) -> str:
+    return {CONF_MIN: "ConfMin", CONF_EXPT: "ConfExpt", AUTOSCALE_FROM_MIN: "AUTOSCALE from ConfMin",
+            AUTOSCALE_FROM_EXPT: "AUTOSCALE from ConfExpt"}.get(variant, variant)
+
+
+def previous_rows(text: str) -> dict[str, list[str]]:
+    """The measured cells of a page written before: claim id -> [measured, verdict, suite]."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if line.startswith("| ") and len(cells) == 6 and cells[0] not in ("claim", "---"):
+            rows[cells[0]] = cells[3:]
+    return rows
+
+
+def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None, previous: str | None = None) -> str:
+    """The page from MLflow. A claim whose suite is not in this store keeps its row from `previous` (the page as it
+    was), marked as carried over: an MLflow store is per machine, the page is the project's record."""
+    earlier = previous_rows(previous or "")
     lines = ["# Reproduction: the seed papers' claims, measured on Spark", "",
              f"Generated by `python -m analysis.reproduction` from MLflow ({time.strftime('%Y-%m-%d')}); do not edit "
              "by hand. Each row is the latest finished suite tagged with the claim; rerun a claim with "
@@ -276,22 +326,30 @@ def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None) ->
              "|---|---|---|---|---|---|"]
     figures: list[str] = []
     for claim in CLAIMS:
+        if claim.elsewhere is not None:
+            lines.append(f"| {claim.id} | {claim.paper} | {claim.claim} | measured on its own page: "
+                         f"[{claim.elsewhere}]({claim.elsewhere}) (the thesis' setting, the micro-batch plant and "
+                         f"Spark) | see page | – |")
+            continue
         missing = claim.missing()
         parent, runs = (None, pd.DataFrame()) if missing else latest_suite(tracking_uri, experiment, claim)
-        if parent is None and not missing and claim.baselines_from and set(claim.variants) <= {CONF_MIN, CONF_EXPT}:
-            parent, runs = static_baselines(tracking_uri, experiment, claim.baselines_from)  # measured elsewhere
+        if parent is None and not missing and len(claim.reuse) == 1 and set(claim.variants) <= set(
+                claim.reuse[0].variants):
+            parent, runs = reused_runs(tracking_uri, experiment, claim.reuse[0])  # measured entirely elsewhere
         if missing:
             measured = f"not measurable yet: needs {' and '.join(missing)}, from {claim.brought_by}"
             verdict, suite = "–", "–"
+        elif parent is None and earlier.get(claim.id, ["", "–"])[1] not in ("–", "see page"):
+            measured, verdict, suite = earlier[claim.id]
+            if "carried over" not in suite:
+                suite += " — carried over from the previous page: not in this MLflow store"
+            png = figures_dir / f"{claim.id}.png" if figures_dir is not None else None
+            if png is not None and png.exists():
+                figures.append(f"### {claim.id}\n\n![{claim.id} timelines]({figures_dir.name}/{png.name})\n")
         elif parent is None:
             measured, verdict, suite = "not run yet", "–", "–"
         else:
-            baseline_note = ""
-            if claim.baselines_from and not {CONF_MIN, CONF_EXPT} <= set(runs["variant"]):
-                base_parent, base = static_baselines(tracking_uri, experiment, claim.baselines_from)
-                if base_parent is not None:
-                    runs = pd.concat([base, runs], ignore_index=True)
-                    baseline_note = f"; ConfMin/ConfExpt from `{base_parent[:8]}`"
+            runs, baseline_note = _with_reused(tracking_uri, experiment, claim, runs)
             if claim.needs_decisions:
                 runs = _with_decisions(tracking_uri, runs)
             m = claim.measure(runs)
@@ -349,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for claim_id in wanted:
         print(f"claim {claim_id}: parent run {run_claim(by_id[claim_id], uri, args.experiment, args.master)}")
-    text = page(uri, args.experiment, figures_dir=args.out.parent / "reproduction")
+    text = page(uri, args.experiment, figures_dir=args.out.parent / "reproduction",
+                previous=args.out.read_text() if args.out.exists() else None)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)

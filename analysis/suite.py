@@ -62,6 +62,8 @@ class Case:
                 "--run-name", f"{self.variant} | {self.workload} | seed {self.seed}", "--quiet"]
         if request.duration_s is not None:
             args += ["--duration", str(request.duration_s)]
+        if request.topology != "default":
+            args += ["--topology", request.topology]
         for p in params:
             args += ["--param", p]
         for key, value in {"variant": self.variant, **(tags or {})}.items():
@@ -78,6 +80,7 @@ class SuiteRequest:
     slo_latency_s: float = 5.0
     slo_target: float = 0.95
     tolerance: dict[str, float] | None = None  # for regression checks: relative worsening allowed per metric
+    topology: str = "default"  # a named topology (jobs.topology.NAMED_TOPOLOGIES) or a YAML file
 
     def cases(self) -> list[Case]:
         return [Case(v, w, s) for w in self.workloads for v in self.variants for s in self.seeds]

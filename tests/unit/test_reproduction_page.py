@@ -1,8 +1,18 @@
 """The reproduction page is generated from MLflow runs: measurements on fabricated suites with known answers."""
 from mlflow.tracking import MlflowClient
 
-from analysis.reproduction import (AUTOSCALE_FROM_EXPT, AUTOSCALE_FROM_MIN, CLAIMS, CONF_EXPT, CONF_MIN, _baselines,
-                                   _preventive, page, static_baselines)
+from analysis.reproduction import (
+    AUTOSCALE_FROM_EXPT,
+    AUTOSCALE_FROM_MIN,
+    CLAIMS,
+    CONF_EXPT,
+    CONF_MIN,
+    Reuse,
+    _baselines,
+    _preventive,
+    page,
+    reused_runs,
+)
 from tests.unit.test_promotion_rule import suite
 
 
@@ -42,7 +52,7 @@ def test_the_page_reads_the_latest_finished_suite_of_each_claim(tmp_path):
     assert "ConfMin: SLO attainment 30.0%" in row and "| holds |" in row and "4 runs, seeds 1, 2" in row
     assert len([line for line in text.splitlines() if line.startswith("| ")]) == len(CLAIMS) + 1
     # a claim that borrows its static baselines gets them from the latest finished suite that ran both
-    parent, static = static_baselines(uri, "repro", ("autoscale-baselines",))
+    parent, static = reused_runs(uri, "repro", Reuse((CONF_MIN, CONF_EXPT), ("autoscale-baselines",)))
     assert sorted(set(static["variant"])) == [CONF_MIN, CONF_EXPT] and len(static) == 4
     assert static.loc[static["variant"] == CONF_MIN, "slo_attainment"].tolist() == [0.3, 0.3]
     preventive_row = [line for line in text.splitlines() if line.startswith("| autoscale-preventive")][0]
@@ -109,3 +119,24 @@ def test_the_oracle_bound_holds_only_if_no_configuration_within_the_slo_is_cheap
     assert _oracle_bound(runs(80.0, ds2_slo=0.5)).verdict == "bound holds"  # cheaper, but missing the SLO
     assert "misses the SLO" in _oracle_bound(runs(120.0, oracle_slo=0.9)).text
     assert _oracle_bound(runs(120.0, infeasible=2)).verdict == "infeasible"
+
+
+def test_a_claim_not_in_this_store_keeps_its_row_from_the_previous_page_marked_as_carried_over(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'empty.db'}"
+    previous = ("| claim | paper | what the paper says | measured on Spark (this pipeline) | verdict | suite |\n"
+                "|---|---|---|---|---|---|\n"
+                "| ds2-three-steps | DS2 | three steps | changes after the step: seed 1: 1 (max 1, 1 seeds) | holds | "
+                "`abcd1234`: step, 3 runs, seeds 1, 2, 3 |\n"
+                "| oracle-bound-step | oracle | bound | not run yet | – | – |\n")
+    (tmp_path / "figs").mkdir()
+    (tmp_path / "figs" / "ds2-three-steps.png").write_bytes(b"png")
+    text = page(uri, "repro", figures_dir=tmp_path / "figs", previous=previous)
+    row = [line for line in text.splitlines() if line.startswith("| ds2-three-steps")][0]
+    assert "| changes after the step: seed 1: 1 (max 1, 1 seeds) | holds |" in row
+    assert row.endswith("`abcd1234`: step, 3 runs, seeds 1, 2, 3 — carried over from the previous page: not in this "
+                        "MLflow store |")
+    assert "![ds2-three-steps timelines](figs/ds2-three-steps.png)" in text
+    oracle = [line for line in text.splitlines() if line.startswith("| oracle-bound-step")][0]
+    assert "| not run yet | – | – |" in oracle, "nothing measured before: nothing to carry"
+    again = page(uri, "repro", figures_dir=tmp_path / "figs", previous=text)
+    assert again.count("carried over") == 1, "carrying twice does not stack the note"
