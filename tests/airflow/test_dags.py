@@ -4,16 +4,15 @@ docker-compose.yaml deploys it."""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from deploy.airflow_env import airflow_env
+from tests.postgres import temporary_databases
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "elastic-streaming"
@@ -148,31 +147,10 @@ def test_a_crashing_job_fails_its_task_leaves_a_failed_run_and_promotes_nothing(
     assert client.search_registered_models() == [], "nothing promoted"
 
 
-def _postgres_reachable() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
 @pytest.fixture()
 def postgres_databases():
-    if not _postgres_reachable():
-        pytest.skip("needs the PostgreSQL server on 127.0.0.1:5432 (user postgres, trust auth); not reachable")
-    import psycopg2
-
-    names = [f"elastic_test_{kind}_{uuid.uuid4().hex[:8]}" for kind in ("airflow", "mlflow")]
-    admin = psycopg2.connect(host="127.0.0.1", user="postgres", dbname="postgres")
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        for name in names:
-            cur.execute(f'CREATE DATABASE "{name}"')
-    yield [f"postgresql+psycopg2://postgres@127.0.0.1:5432/{n}" for n in names]
-    with admin.cursor() as cur:
-        for name in names:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.close()
+    with temporary_databases("airflow", "mlflow") as names:
+        yield [f"postgresql+psycopg2://postgres@127.0.0.1:5432/{n}" for n in names]
 
 
 def test_experiment_dag_end_to_end_on_the_postgres_server(tmp_path, postgres_databases):

@@ -38,3 +38,18 @@ def run_cli(args, timeout=300, env=None):
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "jobs.run", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env=full_env)
+
+
+@pytest.fixture(scope="module")
+def standalone_cluster(tmp_path_factory):
+    """A real Spark standalone master and two 1-core workers, as plain processes on loopback, stopped by the ids
+    the fixture started (deploy/spark_cluster.py)."""
+    from deploy.spark_cluster import StandaloneCluster, free_port
+
+    cluster = StandaloneCluster(state_dir=tmp_path_factory.mktemp("spark-cluster"), port=free_port(),
+                                ui_port=free_port(), worker_cores=1, worker_memory="1g")
+    try:
+        cluster.start(workers=2)
+        yield cluster
+    finally:
+        cluster.stop()
