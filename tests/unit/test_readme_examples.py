@@ -1,4 +1,4 @@
-"""The README's workload examples are specs the project accepts (the README must stay true)."""
+"""The README's workload and policy examples are specs the project accepts (the README must stay true)."""
 import re
 from pathlib import Path
 
@@ -9,7 +9,9 @@ from workloads import Schedule, parse_workload
 from workloads.traces import available_traces, traces_dir
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-BLOCKS = re.findall(r"```yaml\n(.*?)```", README.read_text(), re.DOTALL)
+YAML_BLOCKS = re.findall(r"```yaml\n(.*?)```", README.read_text(), re.DOTALL)
+POLICY_BLOCKS = [b for b in YAML_BLOCKS if "rules:" in b]
+BLOCKS = [b for b in YAML_BLOCKS if b not in POLICY_BLOCKS]
 
 
 def test_readme_has_workload_examples():
@@ -32,3 +34,24 @@ def test_ci_runs_exactly_the_readme_test_command():
     ci = (README.parent / ".ci" / "run").read_text().splitlines()
     steps = [line.strip() for line in ci if line.strip() and not line.lstrip().startswith("#")]
     assert steps[-1] == command == "make test"
+
+
+def test_readme_policy_examples_parse_and_the_builder_example_runs():
+    from controllers.policy import parse_policy
+    from jobs.topology import DEFAULT_TOPOLOGY
+
+    assert POLICY_BLOCKS
+    for block in POLICY_BLOCKS:
+        assert parse_policy(block, "README.md", DEFAULT_TOPOLOGY.names).rules
+    text = README.read_text()
+    python = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "controllers.policy" in b]
+    assert python
+    scope: dict = {}
+    exec(python[0], scope)  # the README's own example, run as a user would paste it
+    from_yaml = parse_policy(POLICY_BLOCKS[0], "README.md")
+    assert scope["policy"].rules[0].triggers[0] == from_yaml.rules[0].triggers[0]
+    inline = re.search(r'"seep-policy:policy=(\{rules: .*?\})"', text).group(1)
+    import controllers
+    from jobs.config import param_value
+
+    controllers.build_controller("seep-policy", {"policy": param_value(inline)}, DEFAULT_TOPOLOGY.names, 8)
