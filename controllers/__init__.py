@@ -3,7 +3,8 @@
 Importing the package registers the built-in controllers, so `build_controller("threshold", ...)` works after
 `import controllers`.
 """
-from controllers import autoscale, ds2, oracle, scripted, seep, static, threshold  # noqa: F401  (registration)
+from controllers import (  # noqa: F401  (registration)
+    autoscale, ds2, oracle, scripted, seep, spark_dynamic, static, threshold)
 from controllers.base import (ConfigError, Controller, Param, build_controller, config_id, config_label, describe, register,
                               registered, validate_config)
 from controllers.loop import ControlLoop, DecisionRecord

@@ -79,7 +79,18 @@ class Controller(ABC):
         """Degrees for the next batch, given what the last one showed."""
 
     def initial_executors(self) -> int | None:
+        """Executors for the first batch when this controller manages them (process level); None leaves the
+        executors to Spark (all the cores the cluster grants, or Spark's own dynamic allocation)."""
         return None
+
+    def spark_settings(self) -> dict[str, str]:
+        """Spark settings this configuration needs at start-up (Spark's dynamic allocation is configured, not
+        decided); recorded with the run."""
+        return {}
+
+    def needs_cluster(self) -> bool:
+        """True when the configuration acts on executors, which a local[N] master does not have."""
+        return self.initial_executors() is not None or bool(self.spark_settings())
 
     def check_run(self, trigger_s: float) -> None:
         """Reject run settings this configuration cannot work with (raise ConfigError); called before Spark starts."""

@@ -22,11 +22,17 @@ class DecisionRecord:
     after: dict[str, int]
     accepted: bool
     reason: str
-    executors: int | None
+    executors: int | None  # the executor count in force after the decision (None: not managed)
+    executors_before: int | None = None
 
     @property
     def changed(self) -> bool:
+        """A change of the operators' degrees (thread level); executor changes are counted apart."""
         return self.accepted and self.before != self.after
+
+    @property
+    def executors_changed(self) -> bool:
+        return self.accepted and self.executors != self.executors_before
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -38,6 +44,7 @@ class DecisionRecord:
             "changed": self.changed,
             "reason": self.reason,
             "executors": self.executors,
+            "executors_before": self.executors_before,
         }
 
 
@@ -65,18 +72,20 @@ class ControlLoop:
         self.log: list[DecisionRecord] = []
 
     def step(self, snapshot: Snapshot) -> dict[str, int]:
-        """Decide after a batch; returns the degrees in force for the next batch."""
-        before = dict(self.degrees)
+        """Decide after a batch; returns the degrees in force for the next batch (self.executors: the executors)."""
+        before, executors_before = dict(self.degrees), self.executors
         decision = self.controller.decide(snapshot)  # an exception here is a controller bug: the run fails loudly
         problem = invalid_reason(decision, self.controller.operators, self.controller.max_degree)
+        if problem is None and decision.executors is not None and self.executors is None:
+            problem = "an executor count from a configuration that leaves the executors to Spark"
         if problem is None:
             self.degrees = {op: int(decision.degrees[op]) for op in self.controller.operators}
             if decision.executors is not None:
                 self.executors = decision.executors
             record = DecisionRecord(snapshot.batch_id, snapshot.time_s, before, dict(self.degrees), True,
-                                    decision.reason, self.executors)
+                                    decision.reason, self.executors, executors_before)
         else:
             record = DecisionRecord(snapshot.batch_id, snapshot.time_s, before, before, False,
-                                    f"rejected: {problem}", self.executors)
+                                    f"rejected: {problem}", self.executors, executors_before)
         self.log.append(record)
         return dict(self.degrees)

@@ -1,8 +1,10 @@
-"""Degrees changed at given batches, whatever the metrics say.
+"""Degrees (and executor counts) changed at given batches, whatever the metrics say.
 
 A controller with known actions is how the pipeline measures itself: the reconfiguration delay (decision after
 batch k, new degrees in force in batch k+1?), exactly-once output across changes of parallelism, and the cost of
 a change, all without a feedback loop blurring cause and effect. Also useful to replay a hand-written plan.
+The same holds one level down: scripted executor counts measure the process-level actuator's provisioning and
+release delays on a cluster.
 """
 from __future__ import annotations
 
@@ -17,6 +19,10 @@ class ScriptedController(Controller):
     PARAMS = {
         "initial_degree": Param(int, 1, "degree of every operator in the first batch", 1),
         "changes": Param(dict, {}, "mapping: batch id -> {operator: degree}, applied after that batch"),
+        "initial_executors": Param(int, 0, "executors in the first batch (0: executors not managed, Spark's grant)",
+                                   0),
+        "executor_changes": Param(dict, {}, "mapping: batch id -> executor count, applied after that batch "
+                                            "(needs a cluster master and initial_executors >= 1)"),
     }
 
     def __init__(self, params, operators, max_degree):
@@ -36,17 +42,34 @@ class ScriptedController(Controller):
                 if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= max_degree:
                     raise ConfigError(f"{where}: degree of {op!r} must be an integer in [1, {max_degree}], got {d!r}")
             self.changes[batch_id] = dict(degrees)
+        self.executor_changes: dict[int, int] = {}
+        for batch, count in self.params["executor_changes"].items():
+            where = f"controller 'scripted': parameter 'executor_changes' at batch {batch!r}"
+            try:
+                batch_id = int(batch)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{where}: batch ids must be integers") from None
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ConfigError(f"{where}: executor count must be a positive integer, got {count!r}")
+            self.executor_changes[batch_id] = count
+        if self.executor_changes and not self.params["initial_executors"]:
+            raise ConfigError("controller 'scripted': executor_changes need initial_executors >= 1 (the executors "
+                              "must be managed from the first batch)")
         if self.params["initial_degree"] > max_degree:
             raise ConfigError(f"controller 'scripted': initial_degree must be <= max_degree ({max_degree})")
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: self.params["initial_degree"] for op in self.operators}
 
+    def initial_executors(self) -> int | None:
+        return self.params["initial_executors"] or None
+
     def decide(self, snapshot: Snapshot) -> Decision:
         degrees = snapshot.degrees
-        change = self.changes.get(snapshot.batch_id)
-        if not change:
+        change = self.changes.get(snapshot.batch_id, {})
+        executors = self.executor_changes.get(snapshot.batch_id)
+        if not change and executors is None:
             return Decision(degrees, "no change scripted after this batch")
         degrees.update(change)
-        return Decision(degrees, f"scripted after batch {snapshot.batch_id}: " +
-                        ", ".join(f"{op}={d}" for op, d in change.items()))
+        said = [f"{op}={d}" for op, d in change.items()] + ([f"executors={executors}"] if executors else [])
+        return Decision(degrees, f"scripted after batch {snapshot.batch_id}: " + ", ".join(said), executors=executors)

@@ -54,6 +54,7 @@ class StandaloneCluster:
     worker_memory: str = "1g"
     workers: dict[str, int] = field(default_factory=dict)  # name -> pid
     master_pid: int | None = None
+    worker_ui_ports: dict[str, int] = field(default_factory=dict)  # name -> web UI port: how the master names it
 
     @property
     def master_url(self) -> str:
@@ -118,18 +119,30 @@ class StandaloneCluster:
         name = f"worker-{len(self.workers) + 1}"
         while name in self.workers:
             name = f"{name}x"
-        before = len(self.alive_workers())
         work = self.state_dir / name
+        self.worker_ui_ports[name] = ui_port = free_port()
         self.workers[name] = self._spawn(name, [
             "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(self.worker_cores),
-            "--memory", self.worker_memory, "--webui-port", str(free_port()), "--work-dir", str(work),
+            "--memory", self.worker_memory, "--webui-port", str(ui_port), "--work-dir", str(work),
             self.master_url])
-        took = self._wait(lambda: len(self.alive_workers()) > before, f"worker {name}", timeout_s)
+        took = self._wait(lambda: self.worker(name) is not None, f"worker {name}", timeout_s)
         self._save()
         return name, took
 
+    def worker(self, name: str) -> dict | None:
+        """The master's record of one of our workers while it is ALIVE (matched by the web UI port we gave it)."""
+        port = self.worker_ui_ports.get(name)
+        for w in self.alive_workers():
+            if port is not None and w.get("webuiaddress", "").rstrip("/").endswith(f":{port}"):
+                return w
+        return None
+
+    def free_cores(self) -> int:
+        return sum(w["cores"] - w["coresused"] for w in self.alive_workers())
+
     def remove_worker(self, name: str) -> None:
         self._kill(self.workers.pop(name))
+        self.worker_ui_ports.pop(name, None)
         self._save()
 
     def stop(self) -> None:
@@ -167,7 +180,8 @@ class StandaloneCluster:
     def _save(self) -> None:
         (self.state_dir / "cluster.json").write_text(json.dumps(
             {"port": self.port, "ui_port": self.ui_port, "master_pid": self.master_pid, "workers": self.workers,
-             "worker_cores": self.worker_cores, "worker_memory": self.worker_memory}))
+             "worker_cores": self.worker_cores, "worker_memory": self.worker_memory,
+             "worker_ui_ports": self.worker_ui_ports}))
 
     @classmethod
     def load(cls, state_dir: Path = STATE) -> "StandaloneCluster | None":
@@ -176,7 +190,7 @@ class StandaloneCluster:
             return None
         raw = json.loads(path.read_text())
         return cls(state_dir, raw["port"], raw["ui_port"], raw["worker_cores"], raw["worker_memory"],
-                   raw["workers"], raw["master_pid"])
+                   raw["workers"], raw["master_pid"], raw.get("worker_ui_ports", {}))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,8 @@ import numpy as np
 from controllers.loop import ControlLoop
 from controllers.types import Snapshot
 from jobs.config import RunConfig
+from jobs.executors import ExecutorActuator
+from jobs.hosts import HostActuator
 from jobs.metrics import OperatorStats, ProcessSampler, StageTasks
 from jobs.operators import apply_operators
 from jobs.recorder import RunRecorder
@@ -33,7 +35,8 @@ class BatchProcessor:
     """The foreachBatch function: run the operators at their current degrees, measure, decide."""
 
     def __init__(self, config: RunConfig, spark, schedule: Schedule, loop: ControlLoop, output: Path,
-                 recorder: RunRecorder, progress: Callable[[dict], None]):
+                 recorder: RunRecorder, progress: Callable[[dict], None], executors: ExecutorActuator | None = None,
+                 hosts: HostActuator | None = None):
         self.config = config
         self.topology = config.topo
         self.ops = self.topology.names
@@ -44,6 +47,8 @@ class BatchProcessor:
         self.output = output
         self.recorder = recorder
         self.progress = progress
+        self.executors = executors  # on a cluster: observed every batch, and set when the controller decides
+        self.hosts = hosts
         self.stats = OperatorStats(spark.sparkContext, self.ops)
         self.stage_tasks = StageTasks(spark.sparkContext)
         self.sampler = ProcessSampler()
@@ -109,6 +114,7 @@ class BatchProcessor:
         time_s = end_us / US
         interval = time_s - self.prev_end_s if self.prev_end_s is not None else end - start
         cpu, mem = self.sampler.sample()
+        active = self.executors.observe() if self.executors is not None else None
         p50, p95, p99 = (np.percentile(latencies, [50, 95, 99]) if n else (None, None, None))
         snapshot = Snapshot(
             batch_id=batch_id, time_s=time_s, trigger_interval_s=self.config.trigger_s,
@@ -116,10 +122,12 @@ class BatchProcessor:
             records_read=n, backlog=due_now - stop,
             latency_p50_s=_f(p50), latency_p95_s=_f(p95), latency_p99_s=_f(p99),
             operators=ops, max_degree=self.config.max_degree, cpu_percent=cpu, memory_mb=mem,
-            cpu_cores=self.sampler.cores,
+            cpu_cores=self.sampler.cores, executors=None if active is None else len(active),
         )
         new_degrees = self.loop.step(snapshot)
         decision = self.loop.log[-1]
+        if active is not None:
+            self._steer_executors(batch_id, decision.executors, active)
         row: dict[str, Any] = {
             "batch_id": batch_id, "spark_batch_id": spark_batch_id, "start_s": start - self.anchor_us / US, "time_s": time_s,
             "batch_duration_s": end - start, "interval_s": interval, "first_event": first,
@@ -131,6 +139,9 @@ class BatchProcessor:
             "cpu_percent": cpu, "memory_mb": mem,
             "decision_changed": int(decision.changed), "decision_accepted": int(decision.accepted),
         }
+        if active is not None:  # what Spark ran this batch with, and what the controller asked for the next ones
+            row.update({"executors": len(active), "executor_cores": sum(v.cores for v in active),
+                        "next_executors": decision.executors})
         for op in ops:
             row[f"degree_{op.name}"] = op.degree
             row[f"tasks_{op.name}"] = op.tasks  # replaced by the stages' task counts once looked up
@@ -151,6 +162,19 @@ class BatchProcessor:
                                          if k not in ("batch_id", "spark_batch_id") and not k.startswith("tasks_")
                                          and isinstance(v, (int, float))}, step=batch_id)
         self.progress(row)
+
+    def _steer_executors(self, batch_id: int, target: int | None, active: list) -> None:
+        """Apply a new executor count (from the next batch on, as Spark provisions it); release hosts left idle."""
+        if target is None:
+            return
+        if target != self.executors.target:
+            free = self.hosts.cluster.free_cores() if self.hosts is not None and target > len(active) else None
+            self.executors.set_total(target, batch_id)
+            if free is not None:
+                self.hosts.grow_for(target - len(active), free)
+        elif (self.hosts is not None and self.hosts.added and len(active) <= target
+              and not self.executors.ledger.pending()):
+            self.hosts.release_idle()
 
     def _observed(self, row: dict[str, Any], observed: dict[str, int]) -> None:
         """The number of tasks Spark ran for each operator's stage: the degree actually in force."""

@@ -61,6 +61,9 @@ class RunConfig:
     quiet: bool = False
     fail_at_batch: int | None = None
     policy_source: str | None = None  # the file a --policy was read from, so errors name it
+    host_scaling: bool = False  # start/stop standalone workers when an executor target needs/frees cores
+    host_provisioning_delay_s: float = 0.0  # waited before starting a worker: stands for a VM boot
+    cluster_state: str | None = None  # the standalone cluster's state folder (default .local/spark-cluster)
 
     # filled by validate()
     spec: WorkloadSpec | None = None
@@ -95,6 +98,11 @@ class RunConfig:
             controller.check_run(self.trigger_s)
         except ConfigError as exc:
             raise InputError(str(exc)) from None
+        if controller.needs_cluster() and (self.master or "").startswith("local"):
+            raise InputError(f"controller {self.controller!r} acts on executors and needs a cluster master "
+                             f"(--master spark://host:port, see README 'Run on a cluster'); --master {self.master} "
+                             "has none to add or remove")
+        self._check_host_scaling(controller)
         self.predictor = self._registered_predictor(controller.params)
         _positive("--slo-latency", self.slo_latency_s)
         if not 0 < self.slo_target <= 1:
@@ -109,6 +117,25 @@ class RunConfig:
         if self.master:
             check_master(self.master)
         return self
+
+    def _check_host_scaling(self, controller) -> None:
+        if self.host_provisioning_delay_s < 0:
+            raise InputError(f"--host-provisioning-delay must be >= 0, got {self.host_provisioning_delay_s}")
+        if not self.host_scaling:
+            return
+        if controller.initial_executors() is None:
+            raise InputError(f"--host-scaling: controller {self.controller!r} does not manage executors, so no "
+                             "executor target says when a host is missing (give it initial_executors)")
+        from deploy.spark_cluster import STATE, StandaloneCluster
+
+        state = Path(self.cluster_state) if self.cluster_state else STATE
+        cluster = StandaloneCluster.load(state)
+        if cluster is None:
+            raise InputError(f"--host-scaling: no standalone cluster started by this project in {state} "
+                             "(start one with `python -m deploy.spark_cluster start`, or give --cluster-state)")
+        if self.master != cluster.master_url:
+            raise InputError(f"--host-scaling: --master {self.master} is not the cluster in {state} "
+                             f"({cluster.master_url})")
 
     def _registered_predictor(self, params: dict[str, Any]) -> Any:
         """Load and check the registered load predictor a controller asks for (predictor=registry), once."""

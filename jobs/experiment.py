@@ -25,11 +25,13 @@ import controllers
 from controllers.loop import ControlLoop
 from jobs.batch import BatchProcessor, RunFailed, format_progress
 from jobs.config import RunConfig
+from jobs.executors import ExecutorActuator
+from jobs.hosts import HostActuator
 from jobs.metrics import ProgressListener
 from jobs.plots import timeline_png
 from jobs.recorder import LOCAL_STATE, RunRecorder, default_tracking_uri, flatten
 from jobs.sink_check import verify_output
-from jobs.spark_session import package_code, spark_settings, start_spark, warm_up
+from jobs.spark_session import controller_spark_settings, package_code, spark_settings, start_spark, warm_up
 from jobs.summary import summarise
 from workloads import Schedule
 from workloads.plots import workload_png
@@ -111,7 +113,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
     )
     log(f"MLflow run {recorder.run_id} ({run_name}) in experiment {config.experiment!r} at {tracking_uri}")
     output = Path(config.output_dir) if config.output_dir else LOCAL_STATE / "runs" / recorder.run_id
-    spark = query = None
+    spark = query = executors = hosts = None
+    controller_settings = controller_spark_settings(controller)
     try:
         recorder.log_params({
             **flatten("controller", {"name": config.controller, **controller.params}),
@@ -122,7 +125,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             "slo.latency_s": config.slo_latency_s, "slo.target": config.slo_target,
             "trigger_s": config.trigger_s, "max_degree": config.max_degree,
             "source_partitions": config.source_partitions, "spark.master": config.master or "(spark-submit)",
-            **{f"spark.conf.{k}": v for k, v in spark_settings(config).items()},
+            **{f"spark.conf.{k}": v for k, v in spark_settings(config, controller_settings).items()},
+            "host_scaling": config.host_scaling, "host_provisioning_delay_s": config.host_provisioning_delay_s,
         })
         recorder.log_dict({"controller": config.controller, "params": controller.params}, "config/controller.json")
         recorder.log_dict(spec.to_dict(), "config/workload.json")
@@ -141,10 +145,19 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         (output / "sink").mkdir(parents=True)
         recorder.log_artifact(workload_png(schedule, output / "artifacts" / "workload.png"))
         code_zip = package_code(output / "code.zip")
-        spark = start_spark(config, code_zip)
+        spark = start_spark(config, code_zip, controller_settings)
         sc = spark.sparkContext
         recorder.log_params({"spark.version": spark.version, "spark.default_parallelism": sc.defaultParallelism,
                              "spark.master.effective": sc.master})
+        if not sc.master.startswith("local"):  # executors exist: record them, and set them if the controller does
+            executors = ExecutorActuator(sc, log)
+            if config.host_scaling:
+                from deploy.spark_cluster import STATE, StandaloneCluster
+
+                cluster = StandaloneCluster.load(Path(config.cluster_state) if config.cluster_state else STATE)
+                hosts = HostActuator(cluster, config.host_provisioning_delay_s, log)
+            if loop.executors is not None:
+                _start_executors(executors, hosts, loop.executors, log)
         schedule_state = schedule.state()
         warm_up(spark, spec.to_json(), schedule_state, topology, min(config.max_degree, sc.defaultParallelism),
                 output / "warm-up")
@@ -153,7 +166,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         spark.streams.addListener(listener)
         ops = topology.names
         show = (lambda row: None) if config.quiet else (lambda row: log(format_progress(row, ops)))
-        processor = BatchProcessor(config, spark, schedule, loop, output / "sink", recorder, show)
+        processor = BatchProcessor(config, spark, schedule, loop, output / "sink", recorder, show, executors, hosts)
         anchor_file = output / "anchor.json"
         stream = (
             spark.readStream.format("workload_replay")
@@ -172,6 +185,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         )
         wait_until_ready(query)
         anchor_us = int((time.time() + config.lead_in_s) * US)
+        if executors is not None:
+            executors.ledger.started_s = anchor_us / US
         processor.anchor_us = anchor_us
         tmp = anchor_file.with_suffix(".tmp")
         tmp.write_text(json.dumps({"anchor_us": anchor_us}))
@@ -196,7 +211,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             raise RunFailed(f"streaming query failed: {exc}")
         time.sleep(0.5)  # let the listener deliver the last progress event
         return _finish(config, recorder, processor, schedule, listener, output, drained,
-                       sc.defaultParallelism, log)
+                       sc.defaultParallelism, log, executors, hosts)
     except BaseException as exc:
         reason = failure_reason(exc)
         recorder.fail(reason)
@@ -208,14 +223,54 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
                 query.stop()
             except Exception:
                 pass
+        if executors is not None:
+            executors.close()
         if spark is not None:
             spark.stop()
+        if hosts is not None:
+            hosts.close()  # the workers this run added go, whatever happened
+
+
+def _start_executors(executors: ExecutorActuator, hosts: HostActuator | None, n: int,
+                     log: Callable[[str], None], timeout_s: float = 120.0) -> None:
+    """Bring the application to the controller's initial executor count before the clock starts (a standalone
+    master grants every free core at first; surplus executors are killed, missing ones come from new hosts)."""
+    deadline = time.monotonic() + timeout_s
+    while not executors.observe():  # the application's first executors register shortly after it starts
+        if time.monotonic() > deadline:
+            raise RunFailed(f"no executor registered within {timeout_s:.0f} s: does the cluster have a free core?")
+        time.sleep(0.25)
+    free = hosts.cluster.free_cores() if hosts is not None else 0
+    have = len(executors.observe())
+    executors.set_total(n, record=False)
+    if hosts is not None and n > have:
+        hosts.grow_for(n - have, free)
+    try:
+        active = executors.wait_for(n, timeout_s)
+    except TimeoutError as exc:
+        raise RunFailed(f"initial executors: {exc} (the cluster has too few free cores; add workers or use "
+                        "--host-scaling)") from None
+    log(f"executors: {len(active)} active ({', '.join(v.id for v in active)}), set by the controller")
+
+
+def _executor_delays(executors: ExecutorActuator, timeout_s: float = 30.0) -> None:
+    """Give the last executor changes time to complete (an executor decided in the last batch may register after
+    the stream ended), so their delays are measured rather than reported missing."""
+    deadline = time.monotonic() + timeout_s
+    while executors.ledger.pending() and time.monotonic() < deadline:
+        executors.observe()
+        time.sleep(0.25)
 
 
 def _finish(config: RunConfig, recorder: RunRecorder, processor: BatchProcessor, schedule: Schedule,
             listener: ProgressListener, output: Path, drained: bool,
-            cores: int, log: Callable[[str], None]) -> dict[str, Any]:
+            cores: int, log: Callable[[str], None], executors: ExecutorActuator | None = None,
+            hosts: HostActuator | None = None) -> dict[str, Any]:
     processor.close()
+    if executors is not None:
+        _executor_delays(executors)
+        if hosts is not None:
+            hosts.release_idle()
     rows = list(processor.rows)
     batches = pd.DataFrame(rows)
     progress = listener.snapshot()
@@ -237,6 +292,10 @@ def _finish(config: RunConfig, recorder: RunRecorder, processor: BatchProcessor,
         wall_s=wall_s, records_out=events_out, lost=lost, duplicated=duplicated,
     )
     summary["drained"] = float(drained)
+    if executors is not None:
+        summary.update(executors.ledger.summary())
+    if hosts is not None:
+        summary.update(hosts.summary())
     errors = recorder.flush()
     summary["metric_logging_errors"] = len(errors)
     recorder.log_summary(summary)
@@ -247,6 +306,14 @@ def _finish(config: RunConfig, recorder: RunRecorder, processor: BatchProcessor,
     with open(artifacts / "decisions.jsonl", "w") as fh:
         for record in processor.loop.log:
             fh.write(json.dumps(record.to_dict()) + "\n")
+    logged = ["batches.parquet", "decisions.jsonl", "timeline.png", "summary.json"]
+    if executors is not None:  # each executor change with its measured delays; the executors as Spark recorded
+        _write_jsonl(artifacts / "executor_changes.jsonl", [c.to_dict() for c in executors.ledger.changes])
+        _write_jsonl(artifacts / "executors.jsonl", [v.__dict__ for v in executors.ledger.views.values()])
+        logged += ["executor_changes.jsonl", "executors.jsonl"]
+    if hosts is not None:
+        _write_jsonl(artifacts / "host_events.jsonl", [e.to_dict() for e in hosts.events])
+        logged.append("host_events.jsonl")
     title = f"{config.controller} on {schedule.spec.name} (seed {schedule.spec.seed})"
     timeline_png(batches, schedule.rate_per_second(), processor.ops, config.slo_latency_s, title,
                  artifacts / "timeline.png")
@@ -255,7 +322,7 @@ def _finish(config: RunConfig, recorder: RunRecorder, processor: BatchProcessor,
               "experiment_id": recorder.experiment_id, "tracking_uri": recorder.tracking_uri,
               "artifact_uri": recorder.artifact_uri, "status": "FINISHED", **summary}
     (artifacts / "summary.json").write_text(json.dumps(result, indent=2))
-    for name in ("batches.parquet", "decisions.jsonl", "timeline.png", "summary.json"):
+    for name in logged:
         recorder.log_artifact(artifacts / name)
     if errors:
         log(f"warning: {len(errors)} per-batch metric writes failed, first: {errors[0]}")
@@ -264,3 +331,9 @@ def _finish(config: RunConfig, recorder: RunRecorder, processor: BatchProcessor,
         Path(config.summary_json).parent.mkdir(parents=True, exist_ok=True)
         Path(config.summary_json).write_text(json.dumps(result, indent=2))
     return result
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    with open(path, "w") as fh:
+        for record in records:
+            fh.write(json.dumps(record) + "\n")

@@ -74,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--lead-in", type=float, default=1.0, help="seconds between query start and the first event")
     s.add_argument("--drain-timeout", type=float, default=60.0,
                    help="seconds to keep processing backlog after the schedule ends (default 60)")
+    k = p.add_argument_group("cluster (process and host levels)")
+    k.add_argument("--host-scaling", action="store_true",
+                   help="start a standalone worker when an executor target needs more cores than are free, stop "
+                        "idle ones it started (needs a cluster from `python -m deploy.spark_cluster start`)")
+    k.add_argument("--host-provisioning-delay", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long before starting a worker, standing for a VM boot (default 0)")
+    k.add_argument("--cluster-state", metavar="DIR", help="that cluster's state folder (default .local/spark-cluster)")
     r = p.add_argument_group("recording")
     r.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or .local/mlflow.db)")
     r.add_argument("--experiment", default="elastic-streaming", help="MLflow experiment name")
@@ -170,6 +177,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
         summary_json=args.summary_json, lead_in_s=args.lead_in, drain_timeout_s=args.drain_timeout,
         quiet=args.quiet, fail_at_batch=args.fail_at_batch, policy_source=policy_source,
+        host_scaling=args.host_scaling, host_provisioning_delay_s=args.host_provisioning_delay,
+        cluster_state=args.cluster_state,
     )
 
 

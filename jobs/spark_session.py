@@ -27,8 +27,9 @@ def package_code(dest: Path, packages: tuple[str, ...] = PACKAGES) -> Path:
     return dest
 
 
-def spark_settings(config: RunConfig) -> dict[str, str]:
-    """Settings the measurements depend on; recorded with the run."""
+def spark_settings(config: RunConfig, controller_settings: dict[str, str] | None = None) -> dict[str, str]:
+    """Settings the measurements depend on, with the controller's (controller_spark_settings); recorded with the
+    run."""
     return {
         # AQE would coalesce or split shuffle partitions and so override the controller's degrees
         "spark.sql.adaptive.enabled": "false",
@@ -37,24 +38,36 @@ def spark_settings(config: RunConfig) -> dict[str, str]:
         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
         "spark.python.worker.reuse": "true",
         "spark.sql.streaming.metricsEnabled": "true",
+        **(controller_settings or {}),
     }
 
 
-def start_spark(config: RunConfig, code_zip: Path):
+def controller_spark_settings(controller) -> dict[str, str]:
+    """What the controller needs from Spark: its own settings (dynamic allocation), or, when it sets the number
+    of executors itself, executors of one core (so an executor is the unit of a decision) and Spark's dynamic
+    allocation off (it would fight the controller)."""
+    settings = dict(controller.spark_settings())
+    if controller.initial_executors() is not None:
+        settings.setdefault("spark.executor.cores", "1")
+        settings["spark.dynamicAllocation.enabled"] = "false"
+    return settings
+
+
+def start_spark(config: RunConfig, code_zip: Path, controller_settings: dict[str, str] | None = None):
     # The Python workers must run this interpreter (with pyarrow, numpy) and import the project's packages,
     # including the data source planner process, which only sees PYTHONPATH and spark.submit.pyFiles.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     paths = [str(code_zip)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    if (config.master or "").startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local run binds to loopback only
+    if (config.master or "").startswith(("local", "spark://127.0.0.1:", "spark://localhost:")):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a run on this machine binds to loopback only
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(f"elastic-{config.controller}-{config.spec.name}")
     if config.master:
         builder = builder.master(config.master)
-    for k, v in spark_settings(config).items():
+    for k, v in spark_settings(config, controller_settings).items():
         builder = builder.config(k, v)
     builder = builder.config("spark.submit.pyFiles", str(code_zip))
     log4j = Path(__file__).with_name("log4j2.properties")

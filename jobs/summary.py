@@ -5,7 +5,8 @@ Definitions (ARCHITECTURE, "Cost and quality, defined once"):
   slow job counts); events never processed by the end of the run count as SLO violations;
 - SLO attainment = fraction of all scheduled events within the latency bound;
 - cost = slot-seconds, sum over batches of (sum of operator degrees) x (time that configuration was in force),
-  and executor-core-seconds = cores provisioned x wall time;
+  and executor-core-seconds = cores provisioned x wall time; on a cluster, where executors come and go, the
+  cores of the executors Spark had at each batch x the time they were in force;
 - reconfiguration delay = batches from a decision to the first batch whose stages ran with the decided degrees
   (1 means "in force in the very next batch").
 """
@@ -121,7 +122,7 @@ def summarise(
         "slo_attainment": attainment,
         "slo_met": float(attainment >= slo_target),
         "cost_slot_seconds": slot_seconds,
-        "cost_executor_core_seconds": executor_cores * wall_s if executor_cores else None,
+        "cost_executor_core_seconds": _executor_core_seconds(batches, executor_cores, wall_s),
         "mean_total_degree": float(degree_sum.mean()) if len(degree_sum) else None,
         "records_scheduled": total_scheduled,
         "records_in": records_in,
@@ -143,4 +144,13 @@ def summarise(
         "throughput_events_per_s": records_in / wall_s if wall_s > 0 else None,
         "wall_s": wall_s,
     }
+    if "executors" in batches.columns and len(batches):
+        summary["executors_mean"] = float(batches["executors"].mean())
+        summary["executors_max"] = float(batches["executors"].max())
     return summary
+
+
+def _executor_core_seconds(batches: pd.DataFrame, fixed_cores: int | None, wall_s: float) -> float | None:
+    if "executor_cores" in batches.columns and len(batches):
+        return float((batches["executor_cores"] * batches["interval_in_force_s"]).sum())
+    return fixed_cores * wall_s if fixed_cores else None

@@ -52,4 +52,7 @@ def standalone_cluster(tmp_path_factory):
         cluster.start(workers=2)
         yield cluster
     finally:
+        saved = StandaloneCluster.load(cluster.state_dir)  # a run with --host-scaling may have left a worker
+        if saved is not None:
+            cluster.workers.update(saved.workers)
         cluster.stop()

@@ -55,3 +55,26 @@ def test_readme_policy_examples_parse_and_the_builder_example_runs():
     from jobs.config import param_value
 
     controllers.build_controller("seep-policy", {"policy": param_value(inline)}, DEFAULT_TOPOLOGY.names, 8)
+
+
+def _readme_run_commands() -> list[str]:
+    """Every `python -m jobs.run` command in the README's bash blocks, continuation lines joined."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.DOTALL):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #")[0].strip()
+            if "-m jobs.run" in line:
+                commands.append(line[line.index("-m jobs.run") + len("-m jobs.run"):].strip())
+    return commands
+
+
+@pytest.mark.parametrize("command", [c for c in _readme_run_commands() if "--controller " in c and "--champion" not in
+                                     c and "--policy" not in c and "--controller-config" not in c])
+def test_readme_run_commands_name_real_options_controllers_and_parameters(command):
+    import shlex
+
+    import controllers
+    from jobs.run import build_parser, config_from_args
+
+    config = config_from_args(build_parser().parse_args(shlex.split(command)))
+    controllers.validate_config(config.controller, config.controller_params)
