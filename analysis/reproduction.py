@@ -68,6 +68,8 @@ class Claim:
     # the measurement reads each run's decision log (a `decisions` column: list of decision records)
     needs_decisions: bool = False
     slo_latency_s: float = 5.0
+    # run on a Spark standalone cluster of this many 1-core workers started for the suite (0: the --master given)
+    cluster_workers: int = 0
 
     def missing(self) -> list[str]:
         """What the claim still lacks before its suite can run: controllers, or the measurement itself."""
@@ -163,6 +165,31 @@ def _oracle_bound(runs: pd.DataFrame) -> Measured:
     return Measured(text, "bound holds")
 
 
+DYNAMIC_ALLOCATION = "spark-dynamic-allocation:max_executors=2"
+
+
+def _peers_on_cluster(runs: pd.DataFrame) -> Measured:
+    """Issue #9: Spark's dynamic allocation next to our controllers on the same cluster. The executor-core-seconds
+    are the cores the application held (what a cluster bills); slot-seconds the tasks' degrees (what our
+    thread-level controllers save)."""
+    finished = runs[runs["status"] == "FINISHED"]
+    if DYNAMIC_ALLOCATION not in set(finished["variant"]):
+        return Measured("the suite has no finished dynamic-allocation run", "inconclusive")
+    t = finished.groupby("variant").agg(n=("seed", "count"), slo=("slo_attainment", "mean"),
+                                        p99=("latency_p99_s", "mean"), slots=("cost_slot_seconds", "mean"),
+                                        cores=("cost_executor_core_seconds", "mean"),
+                                        executors=("executors_mean", "mean"), target=("slo_target", "max"))
+    t = t.sort_values("cores")
+    listing = "; ".join(f"{_short(v)}: SLO {r.slo:.1%}, p99 {r.p99:.1f} s, {r.cores:.0f} core-s, {r.slots:.0f} "
+                        f"slot-s, {r.executors:.2f} executors" for v, r in t.iterrows())
+    within = t[t["slo"] >= t["target"]]
+    n = int(t["n"].min())
+    if within.empty:
+        return Measured(f"{listing} ({n} seeds) — none within the SLO", "no variant meets the SLO")
+    best = within.index[0]
+    return Measured(f"{listing} ({n} seeds)", f"fewest core-s within the SLO: {_short(best)}")
+
+
 def _with_decisions(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
     import json
     import tempfile
@@ -211,6 +238,11 @@ CLAIMS: tuple[Claim, ...] = (
           "autoscale-paper", ("threshold", "ds2", CALIBRATED_ORACLE), ("ds2", "oracle"),
           "issue #8 (DS2 and the oracle)", _oracle_bound,
           reuse=(STATIC_BASELINES, Reuse((AUTOSCALE_FROM_MIN, AUTOSCALE_FROM_EXPT), ("autoscale-preventive",)))),
+    Claim("spark-dynamic-allocation-peer", "Issue #9: Spark's own dynamic allocation (shuffle tracking)",
+          "What a Spark user gets today, next to the pipeline's controllers on the same standalone cluster (two "
+          "1-core workers): cores held (executor-core-seconds) and tasks run (slot-seconds).",
+          "step", ("static:degree=2", "threshold", "ds2", DYNAMIC_ALLOCATION), ("spark-dynamic-allocation",),
+          "issue #9 (executor and host levels)", _peers_on_cluster, cluster_workers=2),
     Claim("multilevel-containers", "Multi-level elasticity (IEEE TPDS 2019; digest_003 §5)",
           "More executors help until their number exceeds the cores; the wrong container level lowers performance.",
           "step", (), ("multilevel",), "issue #9 (executor and host levels)", None),
@@ -381,10 +413,25 @@ def run_claim(claim: Claim, tracking_uri: str, experiment: str, master: str) -> 
                          {"kind": "reproduction", "claim": claim.id, "workload": claim.workload},
                          {"claim": claim.claim, "variants": " | ".join(claim.variants),
                           "seeds": ",".join(map(str, claim.seeds))})
-    variants = tuple(_calibrated_oracle(tracking_uri, experiment, master) if v == CALIBRATED_ORACLE else v
-                     for v in claim.variants)
-    request = SuiteRequest(variants, (claim.workload,), claim.seeds, slo_latency_s=claim.slo_latency_s)
-    result = run_suite(parent, request, tracking_uri=tracking_uri, experiment=experiment, master=master)
+    cluster = None
+    if claim.cluster_workers:
+        from deploy.spark_cluster import ROOT, StandaloneCluster, free_port
+
+        cluster = StandaloneCluster(state_dir=ROOT / ".local" / "spark-cluster-reproduction", port=free_port(),
+                                    ui_port=free_port(), worker_cores=1)
+    try:
+        if cluster is not None:
+            master = cluster.start(workers=claim.cluster_workers).master_url
+        variants = tuple(_calibrated_oracle(tracking_uri, experiment, master) if v == CALIBRATED_ORACLE else v
+                         for v in claim.variants)
+        request = SuiteRequest(variants, (claim.workload,), claim.seeds, slo_latency_s=claim.slo_latency_s)
+        result = run_suite(parent, request, tracking_uri=tracking_uri, experiment=experiment, master=master)
+    except BaseException:
+        MlflowClient(tracking_uri).set_terminated(parent, "FAILED")
+        raise
+    finally:
+        if cluster is not None:
+            cluster.stop()
     MlflowClient(tracking_uri).set_terminated(parent, "FAILED" if result.failed else "FINISHED")
     return parent
 

@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "cost_executor_core_seconds", "latency_p50_s",
                    "latency_p95_s", "latency_p99_s", "latency_max_s", "scaling_actions", "oscillations",
                    "backlog_integral_event_s", "records_in", "records_out", "records_lost", "records_duplicated",
-                   "reconfiguration_delay_batches_mean", "infeasible_decisions")
+                   "reconfiguration_delay_batches_mean", "infeasible_decisions", "executors_mean")
 ORACLE = "oracle"
 
 

@@ -140,3 +140,25 @@ def test_a_claim_not_in_this_store_keeps_its_row_from_the_previous_page_marked_a
     assert "| not run yet | – | – |" in oracle, "nothing measured before: nothing to carry"
     again = page(uri, "repro", figures_dir=tmp_path / "figs", previous=text)
     assert again.count("carried over") == 1, "carrying twice does not stack the note"
+
+
+def test_the_dynamic_allocation_peer_row_names_the_fewest_cores_within_the_slo():
+    import pandas as pd
+
+    from analysis.reproduction import DYNAMIC_ALLOCATION, _peers_on_cluster
+
+    def runs(da_slo):
+        rows = []
+        for seed in (1, 2):
+            for variant, slo, cores, executors in (("static:degree=2", 0.99, 120.0, 2.0), ("ds2", 0.97, 118.0, 2.0),
+                                                   (DYNAMIC_ALLOCATION, da_slo, 80.0, 1.3)):
+                rows.append({"variant": variant, "status": "FINISHED", "seed": seed, "slo_attainment": slo,
+                             "latency_p99_s": 2.0, "cost_slot_seconds": 200.0, "cost_executor_core_seconds": cores,
+                             "executors_mean": executors, "slo_target": 0.95})
+        return pd.DataFrame(rows)
+
+    m = _peers_on_cluster(runs(0.96))
+    assert m.verdict == f"fewest core-s within the SLO: {DYNAMIC_ALLOCATION}"
+    assert m.text.startswith(f"{DYNAMIC_ALLOCATION}: SLO 96.0%, p99 2.0 s, 80 core-s, 200 slot-s, 1.30 executors; ds2")
+    assert _peers_on_cluster(runs(0.5)).verdict == "fewest core-s within the SLO: ds2"
+    assert _peers_on_cluster(runs(0.5)[lambda r: r["variant"] != DYNAMIC_ALLOCATION]).verdict == "inconclusive"
