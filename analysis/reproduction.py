@@ -165,7 +165,10 @@ def _oracle_bound(runs: pd.DataFrame) -> Measured:
     return Measured(text, "bound holds")
 
 
-DYNAMIC_ALLOCATION = "spark-dynamic-allocation:max_executors=2"
+DYNAMIC_ALLOCATION = "spark-dynamic-allocation:max_executors=2"  # degrees at max_degree, as Spark leaves them
+# the same with the degree static:degree=2 uses: Spark's executor policy alone against the fixed two executors
+DYNAMIC_ALLOCATION_DEGREE_2 = "spark-dynamic-allocation:degree=2,max_executors=2"
+CLUSTER_PEERS = ("static:degree=2", "threshold", "ds2", DYNAMIC_ALLOCATION)
 
 
 def _peers_on_cluster(runs: pd.DataFrame) -> Measured:
@@ -241,8 +244,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("spark-dynamic-allocation-peer", "Issue #9: Spark's own dynamic allocation (shuffle tracking)",
           "What a Spark user gets today, next to the pipeline's controllers on the same standalone cluster (two "
           "1-core workers): cores held (executor-core-seconds) and tasks run (slot-seconds).",
-          "step", ("static:degree=2", "threshold", "ds2", DYNAMIC_ALLOCATION), ("spark-dynamic-allocation",),
-          "issue #9 (executor and host levels)", _peers_on_cluster, cluster_workers=2),
+          "step", (*CLUSTER_PEERS, DYNAMIC_ALLOCATION_DEGREE_2), ("spark-dynamic-allocation",),
+          "issue #9 (executor and host levels)", _peers_on_cluster, cluster_workers=2,
+          reuse=(Reuse(CLUSTER_PEERS, ("spark-dynamic-allocation-peer",)),)),
     Claim("multilevel-containers", "Multi-level elasticity (IEEE TPDS 2019; digest_003 §5)",
           "More executors help until their number exceeds the cores; the wrong container level lowers performance.",
           "step", (), ("multilevel",), "issue #9 (executor and host levels)", None),
@@ -406,9 +410,15 @@ def _calibrated_oracle(tracking_uri: str, experiment: str, master: str) -> str:
     return variant(params)
 
 
-def run_claim(claim: Claim, tracking_uri: str, experiment: str, master: str) -> str:
+def run_claim(claim: Claim, tracking_uri: str, experiment: str, master: str, only: tuple[str, ...] = ()) -> str:
+    """Run the claim's suite; `only` runs some of its variants (the rest are reused from its latest suite that has
+    them, when the claim says it may: a variant added to a claim is measured without running the others again)."""
     if claim.missing():
         raise SystemExit(f"claim {claim.id} needs {' and '.join(claim.missing())}: {claim.brought_by}")
+    unknown = [v for v in only if v not in claim.variants]
+    if unknown:
+        raise SystemExit(f"claim {claim.id} has no variant(s) {', '.join(unknown)}; its variants: "
+                         f"{', '.join(claim.variants)}")
     parent = open_parent(tracking_uri, experiment, timestamped(f"reproduce-{claim.id}"),
                          {"kind": "reproduction", "claim": claim.id, "workload": claim.workload},
                          {"claim": claim.claim, "variants": " | ".join(claim.variants),
@@ -423,7 +433,7 @@ def run_claim(claim: Claim, tracking_uri: str, experiment: str, master: str) -> 
         if cluster is not None:
             master = cluster.start(workers=claim.cluster_workers).master_url
         variants = tuple(_calibrated_oracle(tracking_uri, experiment, master) if v == CALIBRATED_ORACLE else v
-                         for v in claim.variants)
+                         for v in (only or claim.variants))
         request = SuiteRequest(variants, (claim.workload,), claim.seeds, slo_latency_s=claim.slo_latency_s)
         result = run_suite(parent, request, tracking_uri=tracking_uri, experiment=experiment, master=master)
     except BaseException:
@@ -440,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.reproduction", description=__doc__.split("\n\n")[0])
     p.add_argument("--run", action="append", default=[], metavar="CLAIM",
                    help=f"run this claim's suite first (one of: {', '.join(c.id for c in CLAIMS)}, or 'available')")
+    p.add_argument("--variant", action="append", default=[], metavar="VARIANT",
+                   help="with one --run: run only this variant of the claim (repeatable); the others are reused")
     p.add_argument("--out", type=Path, default=Path("docs/reproduction.md"))
     p.add_argument("--tracking-uri", default=None)
     p.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
@@ -452,8 +464,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: unknown claim(s) {', '.join(unknown)}; known: {', '.join(by_id)}", file=sys.stderr)
         return 2
+    if args.variant and len(wanted) != 1:
+        print("error: --variant needs exactly one --run CLAIM", file=sys.stderr)
+        return 2
     for claim_id in wanted:
-        print(f"claim {claim_id}: parent run {run_claim(by_id[claim_id], uri, args.experiment, args.master)}")
+        parent = run_claim(by_id[claim_id], uri, args.experiment, args.master, tuple(args.variant))
+        print(f"claim {claim_id}: parent run {parent}")
     text = page(uri, args.experiment, figures_dir=args.out.parent / "reproduction",
                 previous=args.out.read_text() if args.out.exists() else None)
     args.out.parent.mkdir(parents=True, exist_ok=True)

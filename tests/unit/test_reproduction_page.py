@@ -162,3 +162,16 @@ def test_the_dynamic_allocation_peer_row_names_the_fewest_cores_within_the_slo()
     assert m.text.startswith(f"{DYNAMIC_ALLOCATION}: SLO 96.0%, p99 2.0 s, 80 core-s, 200 slot-s, 1.30 executors; ds2")
     assert _peers_on_cluster(runs(0.5)).verdict == "fewest core-s within the SLO: ds2"
     assert _peers_on_cluster(runs(0.5)[lambda r: r["variant"] != DYNAMIC_ALLOCATION]).verdict == "inconclusive"
+
+
+def test_a_claim_runs_a_subset_of_its_variants_only_if_they_are_its_own(tmp_path):
+    import pytest
+
+    from analysis.reproduction import DYNAMIC_ALLOCATION_DEGREE_2, run_claim
+
+    claim = next(c for c in CLAIMS if c.id == "spark-dynamic-allocation-peer")
+    assert DYNAMIC_ALLOCATION_DEGREE_2 in claim.variants
+    assert set(claim.reuse[0].variants) < set(claim.variants), "run alone, the claim runs every variant itself"
+    with pytest.raises(SystemExit, match="has no variant"):
+        run_claim(claim, f"sqlite:///{tmp_path / 'm.db'}", "x", "local[1]", ("threshold:cooldown_s=1",))
+    assert not (tmp_path / "m.db").exists(), "nothing is recorded for a bad request"
