@@ -24,6 +24,7 @@ bench: setup  ## run the benchmarks (docs/benchmarks.md); never together with an
 	$(BIN)/python -m benchmarks.workloads
 	$(BIN)/python -m benchmarks.foundation
 	$(BIN)/python -m benchmarks.dag_parse
+	$(BIN)/python -m benchmarks.multilevel
 
 mlflow-ui: setup  ## MLflow UI on the embedded store: http://127.0.0.1:5000
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/.local/mlflow.db --host 127.0.0.1 --port 5000
