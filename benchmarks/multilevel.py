@@ -152,9 +152,14 @@ def characterise(events_per_batch: int, warm: int, measured: int, log=print) -> 
 
 def log_to_mlflow(table: pd.DataFrame, tracking_uri: str, params: dict) -> str:
     import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from jobs.recorder import ensure_experiment
 
     mlflow.set_tracking_uri(tracking_uri)
-    mlflow.set_experiment("characterisation")
+    # created as every experiment of the project is: artifacts under .local with the embedded store, not ./mlruns
+    mlflow.set_experiment(experiment_id=ensure_experiment(MlflowClient(tracking_uri), "characterisation",
+                                                          tracking_uri))
     with mlflow.start_run(run_name=f"multilevel-{time.strftime('%Y%m%d-%H%M%S')}",
                           tags={"kind": "characterisation", "benchmark": "multilevel"}) as run:
         mlflow.log_params(params)
