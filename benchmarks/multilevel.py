@@ -33,6 +33,7 @@ import pandas as pd
 
 from benchmarks.foundation import _constant_workload, _saturated_rate
 from deploy.spark_cluster import StandaloneCluster, free_port
+from jobs.executors import read_executors
 from jobs.operators import apply_operators
 
 # every layout's executors fit in one worker's memory (two executors on one host is a layout), so memory never
@@ -94,11 +95,7 @@ def _wait_for_cores(spark, cores: int, timeout_s: float = 60.0) -> None:
 
 
 def _granted_cores(spark) -> int:
-    import urllib.request
-
-    sc = spark.sparkContext
-    with urllib.request.urlopen(f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/executors", timeout=5) as r:
-        return sum(e["totalCores"] for e in json.load(r) if e["id"] != "driver")
+    return sum(v.cores for v in read_executors(spark.sparkContext) if v.active)
 
 
 def measure(layout: Layout, work: Path, events_per_batch: int, warm: int, measured: int) -> float:

@@ -28,12 +28,7 @@ class ScriptedController(Controller):
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
         self.changes: dict[int, dict[str, int]] = {}
-        for batch, degrees in self.params["changes"].items():
-            where = f"controller 'scripted': parameter 'changes' at batch {batch!r}"
-            try:
-                batch_id = int(batch)
-            except (TypeError, ValueError):
-                raise ConfigError(f"{where}: batch ids must be integers") from None
+        for batch_id, where, degrees in _plan("changes", self.params["changes"]):
             if not isinstance(degrees, dict):
                 raise ConfigError(f"{where}: expected a mapping operator -> degree, got {degrees!r}")
             for op, d in degrees.items():
@@ -43,12 +38,7 @@ class ScriptedController(Controller):
                     raise ConfigError(f"{where}: degree of {op!r} must be an integer in [1, {max_degree}], got {d!r}")
             self.changes[batch_id] = dict(degrees)
         self.executor_changes: dict[int, int] = {}
-        for batch, count in self.params["executor_changes"].items():
-            where = f"controller 'scripted': parameter 'executor_changes' at batch {batch!r}"
-            try:
-                batch_id = int(batch)
-            except (TypeError, ValueError):
-                raise ConfigError(f"{where}: batch ids must be integers") from None
+        for batch_id, where, count in _plan("executor_changes", self.params["executor_changes"]):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ConfigError(f"{where}: executor count must be a positive integer, got {count!r}")
             self.executor_changes[batch_id] = count
@@ -73,3 +63,14 @@ class ScriptedController(Controller):
         degrees.update(change)
         said = [f"{op}={d}" for op, d in change.items()] + ([f"executors={executors}"] if executors else [])
         return Decision(degrees, f"scripted after batch {snapshot.batch_id}: " + ", ".join(said), executors=executors)
+
+
+def _plan(param: str, plan: dict):
+    """(batch id, where, value) for each entry of a plan keyed by batch id; the ids must be integers."""
+    for batch, value in plan.items():
+        where = f"controller 'scripted': parameter {param!r} at batch {batch!r}"
+        try:
+            batch_id = int(batch)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: batch ids must be integers") from None
+        yield batch_id, where, value

@@ -120,27 +120,24 @@ class ExecutorLedger:
         for change in self.changes:
             if change.complete:
                 continue
-            needed = abs(change.target - change.before)
             if change.direction == "out":
-                candidates = sorted((v for v in self.views.values()
-                                     if v.add_time_s >= change.decided_s and v.id not in self._added_for),
-                                    key=lambda v: (v.add_time_s, v.id))
-                for view in candidates[: needed - len(change.executors)]:
-                    change.executors.append(view.id)
-                    self._added_for.add(view.id)
-                if len(change.executors) == needed:
+                if self._claim(change, lambda v: v.add_time_s, self._added_for):
                     change.registered_s = max(self.views[e].add_time_s for e in change.executors)
                     if all(e in self.first_task_s for e in change.executors):
                         change.first_task_s = max(self.first_task_s[e] for e in change.executors)
-            else:
-                candidates = sorted((v for v in self.views.values() if v.remove_time_s is not None
-                                     and v.remove_time_s >= change.decided_s and v.id not in self._removed_for),
-                                    key=lambda v: (v.remove_time_s, v.id))
-                for view in candidates[: needed - len(change.executors)]:
-                    change.executors.append(view.id)
-                    self._removed_for.add(view.id)
-                if len(change.executors) == needed:
-                    change.released_s = max(self.views[e].remove_time_s for e in change.executors)
+            elif self._claim(change, lambda v: v.remove_time_s, self._removed_for):
+                change.released_s = max(self.views[e].remove_time_s for e in change.executors)
+
+    def _claim(self, change: Change, event_s: Callable[[ExecutorView], float | None], claimed: set[str]) -> bool:
+        """Give `change` the unclaimed executors whose event (added, or removed) came first after its decision;
+        True once it has as many as it changed."""
+        needed = abs(change.target - change.before)
+        candidates = sorted((v for v in self.views.values() if v.id not in claimed and event_s(v) is not None
+                             and event_s(v) >= change.decided_s), key=lambda v: (event_s(v), v.id))
+        for view in candidates[: needed - len(change.executors)]:
+            change.executors.append(view.id)
+            claimed.add(view.id)
+        return len(change.executors) == needed
 
     def summary(self) -> dict[str, float | None]:
         """The run's executor metrics (MLflow summary): delays per direction, counts, unattributed changes."""
@@ -168,34 +165,35 @@ class ExecutorLedger:
         }
 
 
+def read_executors(sc) -> list[ExecutorView]:
+    """Every executor of the application as Spark's status store records it (the driver's REST API)."""
+    if not sc.uiWebUrl:
+        raise RuntimeError("executor observation needs the Spark UI (spark.ui.enabled=true): its REST API "
+                           "serves the executors' record")
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/allexecutors"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        raw = json.load(response)
+    return [ExecutorView.from_rest(e) for e in raw if e.get("id") != "driver"]
+
+
 class ExecutorActuator:
     """Sets the number of executors of a running application (Spark's developer API: requestTotalExecutors and
     killExecutor, which a cluster manager honours without dynamic allocation) and observes them through the
     driver's REST API. Scale-in removes the newest executors: on a grown cluster they sit on the hosts that were
     added last, so those hosts empty first and can be released."""
 
-    def __init__(self, sc, log: Callable[[str], None] = print):
-        if not sc.uiWebUrl:
-            raise RuntimeError("executor observation needs the Spark UI (spark.ui.enabled=true): its REST API "
-                               "serves the executors' record")
+    def __init__(self, sc):
         self.sc = sc
         self.jsc = sc._jsc.sc()
-        self.url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/allexecutors"
         self.ledger = ExecutorLedger()
         self.target: int | None = None
-        self.log = log
         self._lock = threading.Lock()
         self._poller: threading.Thread | None = None
         self._closed = threading.Event()
 
-    def views(self) -> list[ExecutorView]:
-        with urllib.request.urlopen(self.url, timeout=10) as response:
-            raw = json.load(response)
-        return [ExecutorView.from_rest(e) for e in raw if e.get("id") != "driver"]
-
     def observe(self) -> list[ExecutorView]:
         """Read Spark's record now; returns the active executors, oldest first."""
-        views = self.views()
+        views = read_executors(self.sc)
         with self._lock:
             self.ledger.observe(views, time.time())
             return self.ledger.active()

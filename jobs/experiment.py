@@ -150,7 +150,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         recorder.log_params({"spark.version": spark.version, "spark.default_parallelism": sc.defaultParallelism,
                              "spark.master.effective": sc.master})
         if not sc.master.startswith("local"):  # executors exist: record them, and set them if the controller does
-            executors = ExecutorActuator(sc, log)
+            executors = ExecutorActuator(sc)
             if config.host_scaling:
                 from deploy.spark_cluster import STATE, StandaloneCluster
 
@@ -236,12 +236,12 @@ def _start_executors(executors: ExecutorActuator, hosts: HostActuator | None, n:
     """Bring the application to the controller's initial executor count before the clock starts (a standalone
     master grants every free core at first; surplus executors are killed, missing ones come from new hosts)."""
     deadline = time.monotonic() + timeout_s
-    while not executors.observe():  # the application's first executors register shortly after it starts
+    while not (active := executors.observe()):  # the first executors register shortly after the application starts
         if time.monotonic() > deadline:
             raise RunFailed(f"no executor registered within {timeout_s:.0f} s: does the cluster have a free core?")
         time.sleep(0.25)
     free = hosts.cluster.free_cores() if hosts is not None else 0
-    have = len(executors.observe())
+    have = len(active)
     executors.set_total(n, record=False)
     if hosts is not None and n > have:
         hosts.grow_for(n - have, free)
