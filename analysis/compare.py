@@ -13,7 +13,7 @@ import pandas as pd
 
 from analysis.runs import load_runs
 from analysis.stats import pareto_front, rank
-from jobs.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
+from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 
 
 def _fmt(row, metric: str, spec: str) -> str:

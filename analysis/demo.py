@@ -18,7 +18,7 @@ from analysis.promote import promote_suite
 from analysis.report import report_for_parent
 from analysis.suite import SuiteError, SuiteRequest, open_parent, run_suite, timestamped
 from analysis.table import format_table
-from jobs.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
+from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 
 # ConfMin (everything at degree 1), ConfExpt (enrich sized for the step's peak), and the reactive controller.
 DEFAULT_VARIANTS = ("static:degree=1", "static:degree=1,degrees={enrich: 3}", "threshold")

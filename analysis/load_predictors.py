@@ -254,7 +254,7 @@ def register(work: Path, tracking_uri: str, experiment: str = EXPERIMENT, model_
     import sklearn
     from mlflow.models import infer_signature
 
-    from jobs.recorder import ensure_experiment
+    from jobs.recording.recorder import ensure_experiment
 
     mlflow.set_tracking_uri(tracking_uri)
     client = mlflow.MlflowClient(tracking_uri)
@@ -373,7 +373,7 @@ def run_all(work: Path, tracking_uri: str, traces: list[str] | None, runs_experi
 def main(argv: list[str] | None = None) -> int:
     import tempfile
 
-    from jobs.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
+    from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 
     p = argparse.ArgumentParser(prog="python -m analysis.load_predictors", description=__doc__.split("\n\n")[0])
     p.add_argument("--traces", nargs="*", default=None, help="trace names (default: every trace found)")

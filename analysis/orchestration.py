@@ -19,7 +19,7 @@ from analysis.report import report_for_parent
 from analysis.runs import load_runs
 from analysis.suite import SuiteRequest, open_parent
 from jobs.champion import CHAMPION_ALIAS, model_name
-from jobs.recorder import REPO_ROOT
+from jobs.recording.recorder import REPO_ROOT
 
 JOB_ENTRY_POINT = str(REPO_ROOT / "jobs" / "run.py")
 CASE_TAG = "airflow.case"  # the case's index = its mapped task's map_index: how a task finds its MLflow run

@@ -37,7 +37,7 @@ from analysis.decision import MIN_MARGIN, Decision, Incumbent, decide
 from analysis.runs import load_runs
 from analysis.stats import ALPHA
 from jobs.champion import CHAMPION_ALIAS, CONFIG_FILE, model_name
-from jobs.recorder import default_tracking_uri
+from jobs.recording.recorder import default_tracking_uri
 
 LOCK_SUFFIX = ".promotion-lock"
 LOCK_STALE_S = 600.0

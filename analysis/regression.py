@@ -13,7 +13,7 @@ import pandas as pd
 
 from analysis.runs import load_runs
 from analysis.stats import Regression, regressions
-from jobs.recorder import default_tracking_uri
+from jobs.recording.recorder import default_tracking_uri
 
 # relative worsening tolerated per metric before it counts (project's choice; a suite file may override it)
 DEFAULT_TOLERANCE = {"slo_attainment": 0.02, "cost_slot_seconds": 0.10, "latency_p99_s": 0.20}

@@ -25,7 +25,7 @@ from analysis import stats
 from analysis.decision import Decision
 from analysis.figures import interval_bars_png, pareto_png, workload_timelines_png
 from analysis.runs import load_runs
-from jobs.recorder import default_tracking_uri
+from jobs.recording.recorder import default_tracking_uri
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}
@@ -199,7 +199,7 @@ def _rule_text(doc: str | None, marker: str) -> str:
 
 
 def _code_version() -> str:
-    from jobs.recorder import git_revision
+    from jobs.recording.recorder import git_revision
 
     return git_revision()[:12]
 

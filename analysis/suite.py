@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 
 import controllers
 from jobs.config import param_value
-from jobs.recorder import REPO_ROOT, ensure_experiment
+from jobs.recording.recorder import REPO_ROOT, ensure_experiment
 from jobs.topology import load_topology
 from workloads import WorkloadError, load_workload
 

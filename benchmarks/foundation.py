@@ -102,7 +102,7 @@ def overhead(spark, work: Path, degree: int, events_per_batch: int, rounds: int,
     import controllers
     from jobs.batch import BatchProcessor
     from jobs.metrics import ProgressListener
-    from jobs.recorder import RunRecorder
+    from jobs.recording.recorder import RunRecorder
     from workloads import Schedule
 
     total = events_per_batch * (warm + measured + 2)

@@ -33,7 +33,7 @@ import pandas as pd
 
 from benchmarks.foundation import _constant_workload, _saturated_rate
 from deploy.spark_cluster import StandaloneCluster, free_port
-from jobs.executors import read_executors
+from jobs.actuators.executors import read_executors
 from jobs.operators import apply_operators
 
 # every layout's executors fit in one worker's memory (two executors on one host is a layout), so memory never
@@ -151,7 +151,7 @@ def log_to_mlflow(table: pd.DataFrame, tracking_uri: str, params: dict) -> str:
     import mlflow
     from mlflow.tracking import MlflowClient
 
-    from jobs.recorder import ensure_experiment
+    from jobs.recording.recorder import ensure_experiment
 
     mlflow.set_tracking_uri(tracking_uri)
     # created as every experiment of the project is: artifacts under .local with the embedded store, not ./mlruns
@@ -173,7 +173,7 @@ def log_to_mlflow(table: pd.DataFrame, tracking_uri: str, params: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.recorder import default_tracking_uri
+    from jobs.recording.recorder import default_tracking_uri
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.multilevel", description=__doc__.split("\n\n")[0])
     p.add_argument("--events-per-batch", type=int, default=12_000)

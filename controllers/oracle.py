@@ -4,7 +4,7 @@ It knows what no real controller can: the whole arrival schedule (which events w
 starts) and the operators' per-record service times, selectivities and fixed costs, measured beforehand by a
 calibration run of the same job (`python -m jobs.calibrate`, whose numbers become this controller's parameters and
 so are recorded with every oracle run). It plans against the same model of a micro-batch as the plant model
-(controllers.plant): a batch reads everything due at its start; operator i spreads its records over p_i tasks, in
+(simulator.plant); both use controllers.cost_model: a batch reads everything due at its start; operator i spreads its records over p_i tasks, in
 waves of `slots`; the batch lasts the sum of the operators' spans plus a fixed overhead.
 
 For the next batch it picks the least total degree Σ p_i (the slot-seconds per second the run is charged) whose
@@ -26,23 +26,16 @@ infeasible at that maximum instead of scoring the oracle as a bound.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping
 
 from controllers.base import ConfigError, Controller, Param, register
-from controllers.plant import US, OperatorModel, operator_timing
+from controllers.cost_model import ArrivalSchedule as Arrivals
+from controllers.cost_model import OperatorModel, operator_timing
 from controllers.types import Decision, Snapshot
+from params.units import US
 
 INFEASIBLE = "INFEASIBLE"
 
-
-class Arrivals(Protocol):
-    """The workload schedule (workloads.Schedule has both methods): times in µs since the run's anchor."""
-
-    total_events: int
-
-    def count_due(self, t_us: int) -> int: ...
-
-    def arrival_us(self, first: int, stop: int) -> Any: ...
 
 
 def least_cost_vector(models: tuple[OperatorModel, ...], records: int, budget_s: float, overhead_s: float,

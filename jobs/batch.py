@@ -16,15 +16,15 @@ import numpy as np
 from controllers.loop import ControlLoop
 from controllers.types import Snapshot
 from jobs.config import RunConfig
-from jobs.executors import ExecutorActuator
-from jobs.hosts import HostActuator
+from jobs.actuators.executors import ExecutorActuator
+from jobs.actuators.hosts import HostActuator
 from jobs.metrics import OperatorStats, ProcessSampler, StageTasks
 from jobs.operators import apply_operators
-from jobs.recorder import RunRecorder
-from jobs.summary import LatencyHistogram
+from jobs.recording.recorder import RunRecorder
+from jobs.recording.summary import LatencyHistogram
 from workloads import Schedule
 
-US = 1_000_000
+from params.units import US
 
 
 class RunFailed(RuntimeError):

@@ -92,7 +92,7 @@ def calibrate(master: str, trigger_s: float, max_degree: int, degree: int, durat
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.recorder import DEFAULT_EXPERIMENT
+    from jobs.recording.recorder import DEFAULT_EXPERIMENT
 
     p = argparse.ArgumentParser(prog="python -m jobs.calibrate", description=__doc__.split("\n\n")[0])
     p.add_argument("--master", default="local[4]")

@@ -142,7 +142,7 @@ class RunConfig:
         if params.get("predictor") != "registry":
             return None
         from jobs.predictors import PredictorLoadError, load_registered_predictor
-        from jobs.recorder import default_tracking_uri
+        from jobs.recording.recorder import default_tracking_uri
 
         try:
             return load_registered_predictor(self.tracking_uri or default_tracking_uri(), params["predictor_model"],

@@ -25,18 +25,18 @@ import controllers
 from controllers.loop import ControlLoop
 from jobs.batch import BatchProcessor, RunFailed, format_progress
 from jobs.config import RunConfig
-from jobs.executors import ExecutorActuator
-from jobs.hosts import HostActuator
+from jobs.actuators.executors import ExecutorActuator
+from jobs.actuators.hosts import HostActuator
 from jobs.metrics import ProgressListener
-from jobs.plots import timeline_png
-from jobs.recorder import LOCAL_STATE, RunRecorder, default_tracking_uri, flatten
+from jobs.recording.plots import timeline_png
+from jobs.recording.recorder import LOCAL_STATE, RunRecorder, default_tracking_uri, flatten
 from jobs.sink_check import verify_output
 from jobs.spark_session import controller_spark_settings, package_code, spark_settings, start_spark, warm_up
-from jobs.summary import summarise
+from jobs.recording.summary import summarise
 from workloads import Schedule
 from workloads.plots import workload_png
 
-US = 1_000_000
+from params.units import US
 
 
 def failure_reason(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from jobs.topology import OperatorSpec, Topology
 
-US = 1_000_000
+from params.units import US
 
 PARSED_SCHEMA = "event_id BIGINT, arrival_ts TIMESTAMP, key INT, value BIGINT"
 ENRICHED_SCHEMA = "event_id BIGINT, arrival_ts TIMESTAMP, key INT, value BIGINT, region INT, weighted DOUBLE"

@@ -118,7 +118,7 @@ def _champion(args: argparse.Namespace) -> tuple[str, dict, dict[str, str]]:
         raise InputError(f"--champion {args.champion} loads the promoted configuration as it is; drop "
                          f"{', '.join(clashing)}")
     from jobs.champion import ChampionNotFound, load_champion
-    from jobs.recorder import default_tracking_uri
+    from jobs.recording.recorder import default_tracking_uri
 
     try:
         champion = load_champion(args.tracking_uri or default_tracking_uri(), args.champion)

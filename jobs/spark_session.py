@@ -10,10 +10,10 @@ from pathlib import Path
 
 from jobs.config import RunConfig
 from jobs.operators import apply_operators
-from jobs.recorder import REPO_ROOT
+from jobs.recording.recorder import REPO_ROOT
 from jobs.topology import Topology
 
-PACKAGES = ("controllers", "jobs", "workloads")
+PACKAGES = ("controllers", "jobs", "params", "workloads")
 
 
 def package_code(dest: Path, packages: tuple[str, ...] = PACKAGES) -> Path:

@@ -46,7 +46,7 @@ def tracking_uri() -> str:
     configured = _conf("mlflow_tracking_uri", None)
     if configured:
         return configured
-    from jobs.recorder import default_tracking_uri
+    from jobs.recording.recorder import default_tracking_uri
 
     return default_tracking_uri()
 

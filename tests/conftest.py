@@ -1,6 +1,27 @@
+"""Test set-up shared by every folder: the repository on sys.path, the shared fixtures, and the `spark` marker.
+
+A module that runs real Spark says so with `pytestmark = pytest.mark.spark`; without Java such tests are skipped
+with that reason, so a machine without Java still runs everything else.
+"""
+import os
+import shutil
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from tests.support import mlflow_client, standalone_cluster, tracking_uri  # noqa: E402,F401  (fixtures)
+
+
+def pytest_collection_modifyitems(items):
+    java = shutil.which("java") or (os.environ.get("JAVA_HOME")
+                                    and Path(os.environ["JAVA_HOME"], "bin", "java").exists())
+    if java:
+        return
+    for item in items:
+        if item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.skip(reason="Java 17 is required for Spark tests (not found)"))

@@ -33,7 +33,7 @@ from workloads import rng
 from workloads.profiles import ProfileContext, resolve_profile
 from workloads.spec import KeySpec, WorkloadSpec
 
-US = 1_000_000
+from params.units import US
 
 # A payload is one splitmix64 word per event spread over its width by multiplying with distinct odd constants:
 # as varied as hashing every word (each word is a bijection of the event's hash) at a fifth of the cost, which

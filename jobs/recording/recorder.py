@@ -1,0 +1,175 @@
+"""Recording a run in MLflow: params, per-batch metrics (asynchronously), summary, artifacts, final status.
+
+Per-batch metrics go through a background thread so the stream never waits on the tracking store. The run is
+created only after all input has been validated, and every way out of the run (success, exception, interrupt)
+ends it with a final status; a crashed run is FAILED with its reason in the `failure_reason` tag, never left
+RUNNING.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+from mlflow.utils.mlflow_tags import MLFLOW_GIT_COMMIT, MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOCAL_STATE = REPO_ROOT / ".local"
+DEFAULT_EXPERIMENT = "elastic-streaming"
+MAX_PARAM_LENGTH = 6000
+
+
+def default_tracking_uri() -> str:
+    """MLFLOW_TRACKING_URI if set, else the embedded SQLite store under .local/ (no server needed)."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{LOCAL_STATE / 'mlflow.db'}"
+
+
+def default_artifact_root() -> str:
+    return (LOCAL_STATE / "mlartifacts").as_uri()
+
+
+def git_revision() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=5)
+        if rev.returncode == 0:
+            return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return os.environ.get("ELASTIC_CODE_VERSION", "unknown")
+
+
+def flatten(prefix: str, value: Any) -> dict[str, str]:
+    """Nested config -> dotted MLflow params (the verbatim JSON is logged as an artifact too)."""
+    if isinstance(value, Mapping):
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            out.update(flatten(f"{prefix}.{k}" if prefix else str(k), v))
+        return out
+    text = json.dumps(value) if isinstance(value, (list, tuple)) else str(value)
+    return {prefix: text[:MAX_PARAM_LENGTH]}
+
+
+def ensure_experiment(client: MlflowClient, name: str, tracking_uri: str) -> str:
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    artifact_location = default_artifact_root() + f"/{name}" if tracking_uri.startswith("sqlite:") else None
+    try:
+        return client.create_experiment(name, artifact_location=artifact_location)
+    except MlflowException:  # created concurrently by another run
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+class RunRecorder:
+    def __init__(self, tracking_uri: str, experiment: str, run_name: str, tags: Mapping[str, str],
+                 parent_run_id: str | None = None):
+        if tracking_uri.startswith("sqlite:"):
+            Path(tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        self.client = MlflowClient(tracking_uri=tracking_uri)
+        self.experiment_id = ensure_experiment(self.client, experiment, tracking_uri)
+        all_tags = {MLFLOW_RUN_NAME: run_name, MLFLOW_GIT_COMMIT: git_revision(), **tags}
+        if parent_run_id:
+            all_tags[MLFLOW_PARENT_RUN_ID] = parent_run_id
+        run = self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
+        self.run_id = run.info.run_id
+        self.artifact_uri = run.info.artifact_uri
+        self.tracking_uri = tracking_uri
+        self._queue: queue.Queue = queue.Queue()
+        self._errors: list[str] = []
+        self._thread = threading.Thread(target=self._drain, name="mlflow-metrics", daemon=True)
+        self._thread.start()
+        self._ended = False
+
+    # ---- params and artifacts ---------------------------------------------------------------------------
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        items = [Param(k, str(v)[:MAX_PARAM_LENGTH]) for k, v in params.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, params=items[i : i + 100])
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    def log_artifact(self, path: Path) -> None:
+        self.client.log_artifact(self.run_id, str(path))
+
+    def log_dict(self, data: Any, name: str) -> None:
+        self.client.log_dict(self.run_id, data, name)
+
+    def log_text(self, text: str, name: str) -> None:
+        self.client.log_text(self.run_id, text, name)
+
+    # ---- metrics ------------------------------------------------------------------------------------------
+    def log_metrics_async(self, metrics: Mapping[str, float | None], step: int) -> None:
+        """Queue metrics for the background thread; returns at once."""
+        ts = int(time.time() * 1000)
+        self._queue.put([Metric(k, float(v), ts, step) for k, v in metrics.items() if v is not None])
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                self._queue.task_done()
+                return
+            batch = list(item)
+            while len(batch) < 900:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)
+                    self._queue.task_done()
+                    break
+                batch.extend(more)
+                self._queue.task_done()
+            try:
+                for i in range(0, len(batch), 1000):
+                    self.client.log_batch(self.run_id, metrics=batch[i : i + 1000])
+            except Exception as exc:  # keep the stream alive; the failure is reported at the end of the run
+                self._errors.append(f"{type(exc).__name__}: {exc}")
+            self._queue.task_done()
+
+    def flush(self) -> list[str]:
+        """Wait until every queued metric is written; returns errors met while writing."""
+        self._queue.join()
+        return list(self._errors)
+
+    def log_summary(self, summary: Mapping[str, Any]) -> None:
+        metrics = [Metric(k, float(v), int(time.time() * 1000), 0) for k, v in summary.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        for i in range(0, len(metrics), 1000):
+            self.client.log_batch(self.run_id, metrics=metrics[i : i + 1000])
+
+    # ---- end ------------------------------------------------------------------------------------------------
+    def finish(self) -> None:
+        self._stop_thread()
+        self.client.set_terminated(self.run_id, "FINISHED")
+        self._ended = True
+
+    def fail(self, reason: str) -> None:
+        if self._ended:
+            return
+        try:
+            self._stop_thread(timeout=10)
+            self.client.set_tag(self.run_id, "failure_reason", reason[:5000])
+        finally:
+            self.client.set_terminated(self.run_id, "FAILED")
+            self._ended = True
+
+    def _stop_thread(self, timeout: float | None = None) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout)

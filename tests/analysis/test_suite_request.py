@@ -1,0 +1,52 @@
+"""Suite requests (DAG params, suite files) are validated in full before any Spark job, naming field, file and line."""
+from pathlib import Path
+
+import pytest
+
+from analysis.suite import Case, SuiteError, SuiteRequest, parse_variant
+from jobs.recording.recorder import REPO_ROOT
+
+
+def test_a_valid_request_expands_to_cases_and_job_arguments():
+    request = SuiteRequest.from_mapping({"controllers": ["static:degree=2", "threshold"], "workloads": ["step"],
+                                         "seeds": [1, 2], "duration_s": 20})
+    assert request.cases() == [Case("static:degree=2", "step", 1), Case("static:degree=2", "step", 2),
+                               Case("threshold", "step", 1), Case("threshold", "step", 2)]
+    args = request.cases()[0].run_args(request, experiment="e", tracking_uri="sqlite:///x.db", parent_run_id="p",
+                                       tags={"airflow.dag_id": "d"})
+    assert args[:6] == ["--controller", "static", "--workload", "step", "--seed", "1"]
+    assert ["--param", "degree=2"] == args[args.index("--param"):args.index("--param") + 2]
+    assert "airflow.dag_id=d" in args and "variant=static:degree=2" in args and "--duration" in args
+
+
+def test_every_problem_is_reported_at_once_naming_the_field():
+    with pytest.raises(SuiteError) as err:
+        SuiteRequest.from_mapping({"controllers": ["nope", "static:degree=0"], "workloads": [], "seeds": [1, 1],
+                                   "slo_target": 1.5, "colour": "blue"})
+    lines = str(err.value).splitlines()
+    assert "params.workloads: expected a non-empty list of names, got []" in lines
+    assert "params.seeds: seeds repeat: [1, 1]" in lines
+    assert "params.slo_target: expected a number > 0 and <= 1, got 1.5" in lines
+    assert "params: unknown field(s) colour" in lines
+    assert any(line.startswith("params.controllers[0] 'nope': unknown controller 'nope'") for line in lines)
+    assert any(line.startswith("params.controllers[1] 'static:degree=0'") and ">= 1" in line for line in lines)
+
+
+def test_a_suite_file_error_names_the_file_and_line(tmp_path):
+    path = tmp_path / "suite.yaml"
+    path.write_text("controllers:\n  - threshold\n  - static:degree=zero\nworkloads: [step]\nseeds: [1]\n")
+    with pytest.raises(SuiteError, match=rf"^{path}:3: controllers\[1\] 'static:degree=zero': controller 'static'"):
+        SuiteRequest.from_file(path)
+    path.write_text("controllers: [threshold\n")
+    with pytest.raises(SuiteError, match=rf"^{path}:2: not valid YAML"):
+        SuiteRequest.from_file(path)
+
+
+def test_the_nightly_suite_in_the_repository_is_valid_and_can_detect_a_difference():
+    suite = SuiteRequest.from_file(Path(REPO_ROOT, "suites", "nightly.yaml"))
+    assert len(suite.seeds) >= 4, "with fewer seeds no difference is ever significant"
+
+
+def test_variants_keep_commas_inside_mappings():
+    assert parse_variant("static:degree=1,degrees={enrich: 3, sink: 2}") == (
+        "static", ["degree=1", "degrees={enrich: 3, sink: 2}"])

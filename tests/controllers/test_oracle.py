@@ -1,0 +1,79 @@
+"""The oracle: exact least-cost vectors (checked by brute force), infeasibility said out loud, and on the plant
+model a cost no controller that keeps the SLO can beat."""
+import itertools
+
+import pytest
+
+from controllers import ConfigError, ControlLoop, build_controller
+from controllers.oracle import INFEASIBLE, least_cost_vector
+from simulator.plant import OperatorModel, PlantConfig, operator_timing, simulate
+from tests.controllers.test_ds2 import StepArrivals
+
+OPS = ("parse", "enrich", "aggregate", "sink")
+MODELS = (OperatorModel("parse", 0.00002), OperatorModel("enrich", 0.0004),
+          OperatorModel("aggregate", 0.00005, selectivity=0.25), OperatorModel("sink", 0.0001))
+
+
+def brute_force(models, records, budget, overhead, slots, max_degree):
+    best = None
+    for vec in itertools.product(range(1, max_degree + 1), repeat=len(models)):
+        flowing, span = float(records), 0.0
+        for op, p in zip(models, vec):
+            span += operator_timing(op, int(round(flowing)), p, slots)[0]
+            flowing *= op.selectivity
+        if overhead + span <= budget and (best is None or sum(vec) < best):
+            best = sum(vec)
+    return best
+
+
+@pytest.mark.parametrize("records, budget, slots", [(2000, 2.0, 4), (8000, 1.8, 4), (8000, 1.8, 8), (15000, 1.9, 3),
+                                                    (500, 0.5, 4), (12000, 1.5, 8)])
+def test_least_cost_vector_is_exact(records, budget, slots):
+    degrees, duration, feasible = least_cost_vector(MODELS, records, budget, 0.05, slots, 1, 6)
+    expected = brute_force(MODELS, records, budget, 0.05, slots, 6)
+    assert feasible == (expected is not None)
+    if feasible:
+        assert sum(degrees.values()) == expected and duration <= budget
+
+
+def test_when_nothing_fits_it_takes_the_fastest_vector_and_says_so():
+    degrees, duration, feasible = least_cost_vector(MODELS, 60000, 1.0, 0.05, 4, 1, 8)
+    assert not feasible and duration > 1.0
+    assert degrees["enrich"] == 4, "beyond the slots more tasks only add waves"
+    ctl = build_controller("oracle", {"service_s": {m.name: 0.01 for m in MODELS}}, OPS, 4)
+    ctl.use_schedule(StepArrivals(5000, 5000, step_s=10, duration_s=20), 2.0, 5.0)
+    loop = ControlLoop(ctl)
+    run = simulate(PlantConfig(MODELS, trigger_interval_s=2.0, slots=4, max_degree=4),
+                   StepArrivals(5000, 5000, step_s=10, duration_s=20), loop, 20)
+    assert any(d.reason.startswith(INFEASIBLE) for d in run.decisions)
+
+
+def test_on_the_plant_the_oracle_keeps_the_slo_at_the_least_cost():
+    plant = PlantConfig(MODELS, trigger_interval_s=2.0, slots=4, batch_overhead_s=0.05, max_degree=8)
+    arrivals = lambda: StepArrivals(1500, 6000, step_s=20, duration_s=60)  # noqa: E731
+    params = {"service_s": {m.name: m.service_s for m in MODELS}, "selectivity": {"aggregate": 0.25},
+              "batch_overhead_s": 0.05, "task_overhead_s": 0.002, "slots": 4, "headroom": 1.0}
+    oracle = build_controller("oracle", params, OPS, 8)
+    oracle.use_schedule(arrivals(), 2.0, 5.0)
+    run = simulate(plant, arrivals(), ControlLoop(oracle), 60)
+    assert run.latencies().max() <= 5.0
+    assert not any(d.reason.startswith(INFEASIBLE) for d in run.decisions)
+    # every static vector, DS2, the threshold rule and AUTOSCALE that also keep every event within the SLO cost at
+    # least as much
+    others = []
+    for vec in itertools.product((1, 2), range(1, 7), (1, 2), (1, 2)):  # the cheap operators never need more
+        loop = ControlLoop(build_controller("static", {"degrees": dict(zip(OPS, vec))}, OPS, 8))
+        others.append(simulate(plant, arrivals(), loop, 60))
+    for name, p in (("ds2", {"parallel_slots": 4}), ("threshold", {}), ("autoscale", {})):
+        others.append(simulate(plant, arrivals(), ControlLoop(build_controller(name, p, OPS, 8)), 60))
+    keeping = [r.slot_seconds for r in others if r.latencies().max() <= 5.0]
+    assert keeping and run.slot_seconds <= min(keeping) * 1.001, (run.slot_seconds, min(keeping))
+
+
+def test_an_oracle_without_calibrated_costs_is_rejected():
+    with pytest.raises(ConfigError, match=r"'service_s' lacks operator\(s\) parse, enrich, aggregate, sink; run "
+                                          r"`python -m jobs.calibrate`"):
+        build_controller("oracle", {}, OPS, 8)
+    with pytest.raises(ConfigError, match=r"service_s\['enrich'\] must be a number >= 0"):
+        build_controller("oracle", {"service_s": {"parse": 1e-5, "enrich": "fast", "aggregate": 1e-5,
+                                                  "sink": 1e-5}}, OPS, 8)

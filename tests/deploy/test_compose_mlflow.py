@@ -1,0 +1,72 @@
+"""The MLflow server exactly as docker-compose.yaml starts it (its command, with the compose service names mapped to
+this machine), on the PostgreSQL server: runs, metrics, artifacts through the server and the model registry work
+the way the DAGs and jobs use them."""
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.postgres import temporary_databases
+
+pytestmark = pytest.mark.spark  # starts real servers (MLflow on PostgreSQL); minutes, like the Spark tests
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def mlflow_database():
+    with temporary_databases("compose_mlflow") as names:
+        yield names[0]
+
+
+def test_the_compose_mlflow_server_command_serves_runs_artifacts_and_the_registry(mlflow_database, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from deploy.spark_cluster import free_port
+
+    service = yaml.safe_load((ROOT / "docker-compose.yaml").read_text())["services"]["mlflow"]
+    command = service["command"][-1].replace("$$", "$")  # compose's escape for the container's own variables
+    port = free_port()
+    local = (command.replace("postgres:5432/mlflow", f"127.0.0.1:5432/{mlflow_database}")
+             .replace("/mlflow/artifacts", str(tmp_path / "artifacts"))
+             .replace("--port 5000", f"--port {port}").replace("--host 0.0.0.0", "--host 127.0.0.1")
+             .replace("127.0.0.1:5000", f"127.0.0.1:{port}"))
+    assert local.count(str(port)) == 2, local
+    env = {**os.environ, "POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": "",
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    proc = subprocess.Popen(["bash", "-c", local], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:  # the compose health check's URL
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the MLflow server did not become healthy"
+            time.sleep(0.5)
+        client = MlflowClient(url)
+        experiment = client.create_experiment("compose-check")
+        assert client.get_experiment(experiment).artifact_location.startswith("mlflow-artifacts:"), \
+            "artifacts go through the server (clients need no shared volume)"
+        run = client.create_run(experiment).info.run_id
+        client.log_metric(run, "latency_p99_s", 1.5)
+        client.log_text(run, "hello", "config/policy.txt")
+        client.set_terminated(run, "FINISHED")
+        assert client.get_run(run).data.metrics["latency_p99_s"] == 1.5
+        assert Path(client.download_artifacts(run, "config/policy.txt", str(tmp_path))).read_text() == "hello"
+        assert any((tmp_path / "artifacts").rglob("policy.txt")), "stored on the server's artifact volume"
+        client.create_registered_model("controller-for-step")
+        assert client.get_registered_model("controller-for-step").name == "controller-for-step"
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)

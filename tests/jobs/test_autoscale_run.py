@@ -1,0 +1,34 @@
+"""AUTOSCALE from the run entry point on real Spark: one decision per iteration, and a registry predictor that is
+not there falls back to the paper's predictor with the reason recorded on the MLflow run."""
+import pytest
+import json
+
+from mlflow.artifacts import download_artifacts
+
+from tests.support import run_cli
+
+pytestmark = pytest.mark.spark
+
+
+def test_autoscale_run_with_an_empty_registry_records_its_fallback(tracking_uri, mlflow_client, tmp_path):
+    workload = tmp_path / "w.yaml"
+    workload.write_text("name: ramp-it\nprofile: ramp\nparams: {start: 500, end: 6000, ramp_end_s: 20}\n"
+                        "duration_s: 24\nseed: 2\n")
+    proc = run_cli(["--controller", "autoscale", "--param", "period_s=4", "--param", "predictor=registry",
+                    "--workload", str(workload), "--trigger", "1", "--tracking-uri", tracking_uri,
+                    "--experiment", "it-autoscale", "--output-dir", str(tmp_path / "job")])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "warning: load predictor 'load-predictor' is not a registered model" in proc.stdout
+    exp = mlflow_client.get_experiment_by_name("it-autoscale")
+    [run] = mlflow_client.search_runs([exp.experiment_id])
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["predictor"] == "paper-ols-extrapolated"
+    assert "is not a registered model" in run.data.tags["predictor.warning"]
+    assert run.data.params["controller.predictor"] == "registry"
+    path = download_artifacts(run_id=run.info.run_id, artifact_path="decisions.jsonl", tracking_uri=tracking_uri)
+    decisions = [json.loads(line) for line in open(path)]
+    iterations = [d for d in decisions if d["reason"].startswith("iteration of")]
+    assert len(iterations) >= 4, [d["reason"] for d in decisions]
+    assert all("predictor paper-ols-extrapolated [load predictor" in d["reason"] for d in iterations)
+    assert all(d["before"] == d["after"] for d in decisions if "in progress" in d["reason"]), \
+        "degrees only change at the end of an iteration"

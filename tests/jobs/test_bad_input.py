@@ -1,0 +1,71 @@
+"""Bad input: one line naming the culprit, exit code 2, nothing started and nothing recorded."""
+
+import pytest
+
+from tests.support import run_cli
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--controller", "nonesuch"], "unknown controller 'nonesuch'"),
+        (["--controller", "threshold", "--param", "cooldown=3"], "unknown parameter(s) cooldown"),
+        (["--controller", "threshold", "--param", "scale_up_ratio=-1"], "'scale_up_ratio' must be >= 0.0"),
+        (["--controller", "static", "--workload", "nope.yaml"], "workload file nope.yaml does not exist"),
+        (["--controller", "static", "--duration", "0"], "'duration_s' must be > 0"),
+        (["--controller", "static", "--slo-target", "1.5"], "--slo-target must be in (0, 1]"),
+        (["--controller", "static", "--master", "spark://127.0.0.1:1"], "cannot reach 127.0.0.1:1"),
+        (["--controller", "static", "--master", "locl[2]"], "is not a Spark master URL"),
+        (["--controller", "static", "--param", "degree"], "--param 'degree': expected NAME=VALUE"),
+        (["--param", "degree=2"], "no controller given"),
+        (["--controller", "autoscale", "--param", "period_s=1"],
+         "period_s (1.0) is shorter than the trigger interval (2.0)"),
+        (["--controller", "autoscale", "--param", "theta_min=0.9"], "theta_min (0.9) must be below theta_max (0.8)"),
+        (["--policy", "seep-t9"], "no policy 'seep-t9' in the catalogue"),
+        (["--controller", "static", "--policy", "seep-t5"], "--policy is for controller 'seep-policy', not 'static'"),
+        (["--controller", "spark-dynamic-allocation"], "acts on executors and needs a cluster master"),
+        (["--controller", "static", "--master", "spark://127.0.0.1:1", "--host-scaling"],
+         "--host-scaling: controller 'static' does not manage executors"),
+        (["--policy", "{rules: [{operator: enrich, action: scale-out, by: {absolute: 1}}]}"],
+         "policy (inline), line 1, column 10: rule #1: missing field 'when'"),
+        (["--controller", "seep-policy", "--param",
+          "policy={rules: [{name: r, operator: enrich, action: grow, by: {absolute: 1}, "
+          "when: {metric: cpu, above: 5, for_at_least: 5}}]}"], "rule 'r': action: expected one of scale-out"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args, message, tracking_uri, mlflow_client):
+    proc = run_cli([*args, "--tracking-uri", tracking_uri, "--experiment", "bad-input"], timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert mlflow_client.get_experiment_by_name("bad-input") is None, "no MLflow run may be created"
+
+
+def test_bad_yaml_workload_names_file_and_line(tmp_path):
+    bad = tmp_path / "w.yaml"
+    bad.write_text("profile: constant\nparams:\n  rate: [1, 2\nduration_s: 4\n")
+    proc = run_cli(["--controller", "static", "--workload", str(bad)], timeout=60)
+    assert proc.returncode == 2
+    assert f"{bad}: line" in proc.stderr and "is not valid YAML" in proc.stderr
+
+
+def test_missing_java_is_reported_before_spark_starts(tmp_path):
+    env = {"PATH": "/usr/local/nonexistent", "JAVA_HOME": ""}
+    proc = run_cli(["--controller", "static"], timeout=60, env=env)
+    assert proc.returncode == 2
+    assert "Java not found" in proc.stderr
+
+
+def test_a_bad_policy_file_names_the_file_line_and_rule_before_anything_starts(tmp_path, tracking_uri,
+                                                                                mlflow_client):
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("rules:\n  - name: drain\n    operator: enrich\n    action: scale-in\n    by: {absolute: 1}\n"
+                   "    when: {metric: queue-length, below: 1, for_at_least: soon}\n")
+    proc = run_cli(["--policy", str(bad), "--tracking-uri", tracking_uri, "--experiment", "bad-policy"], timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"error: policy {bad}, line 6, column 58: rule 'drain': when: for_at_least: "
+                                   "expected a duration in seconds (30, '30s', '5min', '5 minutes') greater than 0, "
+                                   "got 'soon'")
+    assert mlflow_client.get_experiment_by_name("bad-policy") is None

@@ -1,0 +1,100 @@
+"""The experiment job on a real Spark standalone cluster (master and workers as processes on this machine), and the
+cluster's own life cycle: workers added and removed with their start-up time measured, everything stopped by id."""
+import pytest
+import os
+
+from tests.support import run_cli
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_job_runs_on_the_standalone_cluster_with_one_core_executors(standalone_cluster, tracking_uri,
+                                                                         mlflow_client, tmp_path):
+    assert [w["cores"] for w in standalone_cluster.alive_workers()] == [1, 1]
+    proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "static", "--param", "degree=2",
+                    "--workload", "step", "--duration", "12", "--tracking-uri", tracking_uri,
+                    "--experiment", "it-cluster", "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("it-cluster").experiment_id])
+    assert run.info.status == "FINISHED" and run.data.params["spark.master"] == standalone_cluster.master_url
+    assert run.data.metrics["records_lost"] == 0 and run.data.metrics["records_duplicated"] == 0
+    assert run.data.metrics["records_in"] == run.data.metrics["records_out"] > 0
+    apps = standalone_cluster.state()["completedapps"]
+    assert apps and apps[-1]["cores"] == 2, "the application ran on both 1-core workers"
+
+
+def test_workers_are_added_and_removed_by_the_ids_the_cluster_started(standalone_cluster):
+    name, took = standalone_cluster.add_worker()
+    assert len(standalone_cluster.alive_workers()) == 3 and 0 < took < 90
+    pid = standalone_cluster.workers[name]
+    standalone_cluster.remove_worker(name)
+    try:
+        os.killpg(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the worker's process group is gone"
+    assert name not in standalone_cluster.workers
+
+
+def _only_run(mlflow_client, experiment):
+    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name(experiment).experiment_id])
+    return run
+
+
+def _artifact_table(mlflow_client, run, name, tmp_path):
+    import pandas as pd
+
+    path = mlflow_client.download_artifacts(run.info.run_id, name, str(tmp_path))
+    return pd.read_parquet(path) if name.endswith(".parquet") else pd.read_json(path, lines=True)
+
+
+def test_executors_scale_1_3_1_mid_stream_with_a_host_added_and_released(standalone_cluster, tracking_uri,
+                                                                          mlflow_client, tmp_path):
+    """Process level under a controller: 1 -> 3 executors after batch 2 (one more core than the two 1-core workers
+    have, so the host actuator starts a third worker after a 1 s 'VM boot'), back to 1 after batch 8 (the idle
+    worker is stopped). A light load and zero-cost operators keep batches short on a 2-core machine that also runs
+    the cluster's JVMs. No record may be lost or duplicated; every delay is recorded."""
+    workload = tmp_path / "light.yaml"
+    workload.write_text("name: light\nprofile: constant\nparams: {rate: 300}\nduration_s: 40\nseed: 1\n"
+                        "keys: {count: 100}\npayload_bytes: 32\n")
+    proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "scripted",
+                    "--param", "initial_degree=2", "--param", "initial_executors=1",
+                    "--param", "executor_changes={2: 3, 8: 1}", "--workload", str(workload), "--topology", "zero-cost",
+                    "--host-scaling", "--host-provisioning-delay", "1",
+                    "--cluster-state", str(standalone_cluster.state_dir), "--tracking-uri", tracking_uri,
+                    "--experiment", "it-executors", "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = _only_run(mlflow_client, "it-executors")
+    m = run.data.metrics
+    assert run.info.status == "FINISHED"
+    assert m["records_lost"] == 0 and m["records_duplicated"] == 0 and m["records_in"] == m["records_out"] > 0
+    assert m["executor_changes"] == 2 and m["executor_changes_incomplete"] == 0
+    assert 0 < m["executor_provisioning_delay_s_max"] <= m["executor_first_task_delay_s_max"] < 60
+    assert 1.0 <= m["host_provisioning_delay_s_max"] < 60, "the configured delay plus the worker's real start-up"
+    assert 0 < m["executor_release_delay_s_max"] < 30
+    assert m["hosts_added"] == 1 and m["hosts_removed"] == 1 and m["host_add_failures"] == 0
+    assert m["cost_executor_core_seconds"] > 0
+    batches = _artifact_table(mlflow_client, run, "batches.parquet", tmp_path).set_index("batch_id")
+    assert batches.loc[2, "executors"] == 1 and batches["executors"].max() == 3
+    assert batches.loc[2, "next_executors"] == 3 and batches.loc[8, "next_executors"] == 1
+    changes = _artifact_table(mlflow_client, run, "executor_changes.jsonl", tmp_path)
+    assert list(changes["direction"]) == ["out", "in"] and changes["complete"].all()
+    assert len(standalone_cluster.alive_workers()) == 2, "the run leaves the cluster as it found it"
+
+
+def test_spark_dynamic_allocation_runs_as_a_peer_with_its_executors_recorded(standalone_cluster, tracking_uri,
+                                                                             mlflow_client, tmp_path):
+    proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "spark-dynamic-allocation",
+                    "--param", "max_executors=2", "--max-degree", "4", "--workload", "step", "--duration", "16",
+                    "--tracking-uri", tracking_uri, "--experiment", "it-dynamic-allocation",
+                    "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = _only_run(mlflow_client, "it-dynamic-allocation")
+    m = run.data.metrics
+    assert run.info.status == "FINISHED" and m["records_lost"] == 0 and m["records_duplicated"] == 0
+    assert run.data.params["spark.conf.spark.dynamicAllocation.enabled"] == "true"
+    assert m["executor_changes"] == 0, "Spark decides, not a controller of ours"
+    assert 1 <= m["executors_mean"] <= m["executors_max"] <= 2
+    batches = _artifact_table(mlflow_client, run, "batches.parquet", tmp_path)
+    assert batches["executors"].notna().all() and (batches["degree_enrich"] == 4).all()
