@@ -7,10 +7,12 @@ from controllers import (  # noqa: F401  (registration)
     autoscale, ds2, oracle, scripted, seep, spark_dynamic, static, threshold)
 from controllers.base import (ConfigError, Controller, Param, build_controller, config_id, config_label, describe, register,
                               registered, validate_config)
+from controllers.actuation import Actuator, Outcome, Unavailable
 from controllers.loop import ControlLoop, DecisionRecord
-from controllers.types import Decision, OperatorMetrics, Snapshot
+from controllers.types import Decision, OperatorMetrics, RunContext, Snapshot
 
 __all__ = [
-    "ConfigError", "Controller", "ControlLoop", "Decision", "DecisionRecord", "OperatorMetrics", "Param",
+    "Actuator", "ConfigError", "Controller", "ControlLoop", "Decision", "DecisionRecord", "OperatorMetrics", "Outcome",
+    "Param", "RunContext", "Unavailable",
     "Snapshot", "build_controller", "config_id", "config_label", "describe", "register", "registered", "validate_config",
 ]

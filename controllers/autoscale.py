@@ -35,9 +35,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from controllers.base import ConfigError, Controller, Param, register
+from controllers.base import ConfigError, Controller, Param, Rule, register
+from controllers.common_params import INITIAL_DEGREE, INITIAL_DEGREES, MIN_DEGREE, at_most_max_degree, below
+from params.declare import Choices, SearchRange
 from controllers.forecast import LastValuePredictor, PaperPredictor
-from controllers.types import Decision, Snapshot
+from controllers.types import Decision, RunContext, Snapshot
 
 NOTHING, SCALE_IN, SCALE_OUT = "nothing", "scale-in", "scale-out"
 PRECEDENCE = {NOTHING: 0, SCALE_IN: 1, SCALE_OUT: 2}  # scale-out > scale-in > nothing (paper §4.2)
@@ -133,17 +135,17 @@ class AutoscaleController(Controller):
     summary = "AUTOSCALE (EGC 2017): predicted load / capacity per operator, decision tables, scale before congestion"
     PARAMS = {
         "period_s": Param(float, 10.0, "iteration length Δ in seconds (one decision per iteration); must be at "
-                                       "least the trigger interval", 0.001),
+                                       "least the trigger interval", 0.001, search=SearchRange(2.0, 30.0)),
         "theta_min": Param(float, 0.3, "NdA at or below which activity is low (digest_001 §6.5 suggestion)",
-                           1e-9, 1.0),
+                           1e-9, 1.0, search=SearchRange(0.1, 0.6)),
         "theta_max": Param(float, 0.8, "NdA above which activity is strong (digest_001 §6.5 suggestion)",
-                           1e-9, 1.0),
+                           1e-9, 1.0, search=SearchRange(0.5, 1.0)),
         "eq2_reading": Param(str, "extrapolated", "eq. 2 summed at the next iteration's timestamps ('extrapolated') "
                                                   "or at the fitted ones ('literal', = last iteration's count)",
                              choices=("extrapolated", "literal")),
         "epsilon": Param(str, "zero", "ε in eq. 5: 'zero' (persistence) or 'index_covariance' (covariance of the "
                                       "last capacities with the iteration index)",
-                         choices=("zero", "index_covariance")),
+                         choices=("zero", "index_covariance"), search=Choices(("zero", "index_covariance"))),
         "epsilon_iterations": Param(int, 4, "iterations used by epsilon=index_covariance", 2),
         "upstream": Param(str, "direct", "Table 2's 'preceding nodes': direct predecessors or all ancestors",
                           choices=("direct", "ancestors")),
@@ -151,9 +153,9 @@ class AutoscaleController(Controller):
                                   choices=("validated", "local")),
         "forced_scale_out": Param(str, "plus_one", "degree of a scale-out forced by Table 2 on a local 'nothing': "
                                                    "'plus_one' or 'quantified' (ceil(d × NdA), at least d)",
-                                  choices=("plus_one", "quantified")),
+                                  choices=("plus_one", "quantified"), search=Choices(("plus_one", "quantified"))),
         "max_p": Param(int, 0, "maxP, the largest degree of any operator; 0: the run's max degree", 0),
-        "min_degree": Param(int, 1, "never scale an operator below this", 1),
+        "min_degree": MIN_DEGREE,
         "parallel_slots": Param(int, 0, "cap the degree counted in the capacity at the tasks that can run at once "
                                         "(digest_001 §6.9); 0: no cap, as in the paper", 0),
         "predictor": Param(str, "paper", "load predictor: 'paper' (OLS on the last iteration), 'last-value' "
@@ -162,27 +164,21 @@ class AutoscaleController(Controller):
                            choices=("paper", "last-value", "registry")),
         "predictor_model": Param(str, "load-predictor", "registered model name used when predictor=registry"),
         "predictor_alias": Param(str, "champion", "registry alias used when predictor=registry"),
-        "initial_degree": Param(int, 1, "degree of every operator not in initial_degrees (1: ConfMin)", 1),
-        "initial_degrees": Param(dict, {}, "per-operator first degrees, e.g. {enrich: 3} (ConfExpt)"),
+        "initial_degree": INITIAL_DEGREE.but(doc="degree of every operator not in initial_degrees (1: ConfMin)"),
+        "initial_degrees": INITIAL_DEGREES.but(doc="per-operator first degrees, e.g. {enrich: 3} (ConfExpt)"),
     }
+    RULES = (
+        below("theta_min", "theta_max"),
+        at_most_max_degree("initial_degrees"),
+        Rule(("min_degree", "max_p"), lambda v, c: None if c.max_degree is None else
+             v["min_degree"] <= (min(v["max_p"], c.max_degree) if v["max_p"] else c.max_degree),
+             "min_degree ({min_degree}) exceeds maxP (max_p {max_p}, or max_degree {max_degree} when 0)"),
+    )
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
         p = self.params
-        if p["theta_min"] >= p["theta_max"]:
-            raise ConfigError(f"controller 'autoscale': theta_min ({p['theta_min']}) must be below theta_max "
-                              f"({p['theta_max']})")
-        unknown = sorted(set(p["initial_degrees"]) - set(operators))
-        if unknown:
-            raise ConfigError(f"controller 'autoscale': parameter 'initial_degrees' names unknown operator(s) "
-                              f"{', '.join(unknown)}; operators: {', '.join(operators)}")
-        for op, d in p["initial_degrees"].items():
-            if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= max_degree:
-                raise ConfigError(f"controller 'autoscale': initial degree of {op!r} must be an integer in "
-                                  f"[1, {max_degree}], got {d!r}")
         self.max_p = min(p["max_p"], max_degree) if p["max_p"] else max_degree
-        if p["min_degree"] > self.max_p:
-            raise ConfigError(f"controller 'autoscale': min_degree ({p['min_degree']}) exceeds maxP ({self.max_p})")
         # the project's topologies are chains; a DAG would pass its own predecessor lists here
         self.predecessors = {op: ([self.operators[i - 1]] if i else []) for i, op in enumerate(self.operators)}
         self.predictor = (LastValuePredictor() if p["predictor"] == "last-value"
@@ -195,15 +191,22 @@ class AutoscaleController(Controller):
         self._period_records = {op: 0 for op in self.operators}
         self._period_out = {op: 0 for op in self.operators}
 
-    def check_run(self, trigger_s: float) -> None:
-        if self.params["period_s"] < trigger_s:
-            raise ConfigError(f"controller 'autoscale': period_s ({self.params['period_s']}) is shorter than the "
-                              f"trigger interval ({trigger_s}); an iteration must hold at least one micro-batch")
+    def check_run(self, context: RunContext) -> None:
+        if self.params["period_s"] < context.trigger_s:
+            raise ConfigError(f"controller {self.name!r}: period_s ({self.params['period_s']}) is shorter than the "
+                              f"trigger interval ({context.trigger_s}); an iteration must hold at least one "
+                              "micro-batch")
 
-    def use_predictor(self, predictor, note: str = "") -> None:
-        """Replace the load predictor (the run loads a registered one); `note` is shown in decision reasons."""
-        self.predictor = predictor
-        self.predictor_note = note
+    def bind(self, context: RunContext) -> None:
+        """A run that loaded a registered load predictor hands it over here; its warning (a fallback) is shown in
+        decision reasons."""
+        super().bind(context)
+        if context.predictor is not None:
+            self.predictor = context.predictor
+            self.predictor_note = context.predictor_warning
+
+    def run_tags(self) -> dict[str, str]:
+        return {"predictor": self.predictor.name}
 
     def initial_degrees(self) -> dict[str, int]:
         p = self.params

@@ -1,74 +1,66 @@
-"""Controller interface, parameter declarations and the registry by name.
+"""Controller interface and the registry by name.
 
-Each controller declares its parameters (type, default, bounds, meaning). Configuration is checked against that
-declaration once, before a run starts, so "unknown controller", "unknown parameter" and "out of range" are
-one-line errors instead of a failure minutes into a Spark job.
+Each controller declares its parameters (params.declare: type, default, bounds, meaning, per operator or not,
+search range) in PARAMS and its cross-field constraints in RULES. A configuration is checked against that
+declaration once, before a run starts, so "unknown controller", "unknown parameter", "out of range" and
+"contradicts another parameter" are one-line errors instead of a failure minutes into a Spark job.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
-from controllers.types import Decision, Snapshot
+from controllers.types import Decision, RunContext, Snapshot
+from params.declare import Context, Param, ParamError, Rule, check_params, describe_params, search_space
+
+__all__ = ["ConfigError", "Controller", "Param", "Rule", "build_controller", "config_id", "config_label", "describe",
+           "register", "registered", "validate_config", "search_space_of"]
 
 
-class ConfigError(ValueError):
-    """A controller configuration that cannot be used; the message names the controller and the parameter."""
-
-
-@dataclass(frozen=True)
-class Param:
-    kind: type  # int, float, bool, str or dict
-    default: Any
-    doc: str
-    minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple[str, ...] | None = None
-    # a text parameter that may also be given as a mapping or list (a policy written inline in YAML flow style or
-    # JSON): kept as that structure's JSON text, so every way of writing it configures the same thing
-    structured: bool = False
-    # what the configuration's identity (config_id) sees of the value, when the text is not the thing itself: a
-    # policy given by catalogue name is hashed as the rules it names, so editing the file makes a new configuration
-    identity: Callable[[Any], Any] | None = None
-
-    def check(self, controller: str, name: str, value: Any) -> Any:
-        where = f"controller {controller!r}: parameter {name!r}"
-        if self.structured and isinstance(value, (dict, list)):
-            value = json.dumps(value, sort_keys=True)
-        if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if self.kind is int and isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if (self.kind in (int, float) and isinstance(value, bool)) or not isinstance(value, self.kind):
-            raise ConfigError(f"{where} must be of type {self.kind.__name__}, got {value!r}")
-        if self.minimum is not None and value < self.minimum:
-            raise ConfigError(f"{where} must be >= {self.minimum}, got {value!r}")
-        if self.maximum is not None and value > self.maximum:
-            raise ConfigError(f"{where} must be <= {self.maximum}, got {value!r}")
-        if self.choices is not None and value not in self.choices:
-            raise ConfigError(f"{where} must be one of {', '.join(self.choices)}, got {value!r}")
-        return value
+# one error type for every declared setting (params.declare); the message names the controller and the parameter
+ConfigError = ParamError
 
 
 class Controller(ABC):
     """Maps snapshots to decisions, keeping whatever state it needs between calls.
 
-    Subclasses declare PARAMS and implement `decide`. `operators` is the topology in order from the source;
-    `max_degree` is the largest degree the run allows for any operator (the loop clamps nothing: a decision
-    outside [1, max_degree] is rejected and logged, so a buggy controller is visible, not silently corrected).
+    Subclasses declare PARAMS (and RULES across them) and implement `decide`. `operators` is the topology in order
+    from the source; `max_degree` is the largest degree the run allows for any operator (the loop clamps nothing:
+    a decision outside [1, max_degree] is rejected and logged, so a buggy controller is visible, not silently
+    corrected). What a run knows besides the configuration (its trigger, SLO, the workload's schedule, a loaded
+    load predictor) reaches a controller through `bind`, once, before the first batch.
     """
 
     name: ClassVar[str]
     summary: ClassVar[str]
     PARAMS: ClassVar[Mapping[str, Param]] = {}
+    RULES: ClassVar[tuple[Rule, ...]] = ()
 
     def __init__(self, params: Mapping[str, Any], operators: Sequence[str], max_degree: int):
         self.params = dict(params)
         self.operators = tuple(operators)
         self.max_degree = max_degree
+        self.context: RunContext | None = None
+
+    def bind(self, context: RunContext) -> None:
+        """Receive the run's context before the first batch (the Spark job, the simulator and tests all call it).
+        Controllers that plan with the run's settings or the workload's future override it and call super()."""
+        self.context = context
+
+    def run_tags(self) -> dict[str, str]:
+        """Tags this configuration adds to its run's record (which predictor it uses, say)."""
+        return {}
+
+    def run_params(self) -> dict[str, Any]:
+        """Extra parameters worth recording with the run, beyond the configuration itself."""
+        return {}
+
+    def run_artifacts(self) -> dict[str, Any]:
+        """Extra artifacts worth recording with the run: name -> text or JSON-able data (a policy as written and
+        as understood, say)."""
+        return {}
 
     @abstractmethod
     def initial_degrees(self) -> dict[str, int]:
@@ -92,7 +84,7 @@ class Controller(ABC):
         """True when the configuration acts on executors, which a local[N] master does not have."""
         return self.initial_executors() is not None or bool(self.spark_settings())
 
-    def check_run(self, trigger_s: float) -> None:
+    def check_run(self, context: RunContext) -> None:
         """Reject run settings this configuration cannot work with (raise ConfigError); called before Spark starts."""
 
 
@@ -110,31 +102,32 @@ def registered() -> dict[str, type[Controller]]:
     return dict(sorted(_REGISTRY.items()))
 
 
-def validate_config(name: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Complete `params` with defaults and check every value; raise ConfigError naming the culprit."""
+def _owner(name: str) -> str:
+    return f"controller {name!r}"
+
+
+def _declared(name: str) -> type[Controller]:
     if name not in _REGISTRY:
         raise ConfigError(f"unknown controller {name!r}; known controllers: {', '.join(sorted(_REGISTRY))}")
-    declared = _REGISTRY[name].PARAMS
-    params = dict(params or {})
-    unknown = sorted(set(params) - set(declared))
-    if unknown:
-        raise ConfigError(
-            f"controller {name!r}: unknown parameter(s) {', '.join(unknown)}; "
-            f"expected: {', '.join(declared) or '(none)'}"
-        )
-    checked = {}
-    for key, spec in declared.items():
-        checked[key] = spec.check(name, key, params[key]) if key in params else spec.default
-    return checked
+    return _REGISTRY[name]
+
+
+def validate_config(name: str, params: Mapping[str, Any] | None, operators: Sequence[str] | None = None,
+                    max_degree: int | None = None) -> dict[str, Any]:
+    """Complete `params` with defaults and check every value and rule; raise ConfigError naming the culprit.
+    Rules about operators or the run's max degree are checked once those are given."""
+    cls = _declared(name)
+    context = Context(tuple(operators) if operators is not None else None, max_degree)
+    return check_params(_owner(name), cls.PARAMS, params, cls.RULES, context)
 
 
 def build_controller(
     name: str, params: Mapping[str, Any] | None, operators: Sequence[str], max_degree: int
 ) -> Controller:
     """The one way to make a controller: validated config, then the registered class."""
-    checked = validate_config(name, params)
     if max_degree < 1:
         raise ConfigError(f"max_degree must be >= 1, got {max_degree}")
+    checked = validate_config(name, params, operators, max_degree)
     controller = _REGISTRY[name](checked, operators, max_degree)
     for op, degree in controller.initial_degrees().items():
         if not 1 <= degree <= max_degree:
@@ -165,13 +158,14 @@ def config_id(name: str, params: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def describe(name: str) -> str:
-    cls = _REGISTRY[name]
-    lines = [f"{name}: {cls.summary}"]
-    for key, p in cls.PARAMS.items():
-        bounds = ""
-        if p.minimum is not None or p.maximum is not None:
-            bounds = f" [{'' if p.minimum is None else p.minimum}..{'' if p.maximum is None else p.maximum}]"
-        lines.append(f"  {key} ({p.kind.__name__}, default {p.default!r}{bounds}): {p.doc}")
-    return "\n".join(lines)
+def search_space_of(name: str) -> dict[str, Any]:
+    """A controller's tunable parameters and their declared search ranges (what a tuning study searches)."""
+    return search_space(_declared(name).PARAMS)
 
+
+def describe(name: str) -> str:
+    """A controller's parameters as a user reads them: type, default, bounds, search range, meaning; its rules."""
+    cls = _declared(name)
+    lines = [f"{name}: {cls.summary}", *describe_params(cls.PARAMS)]
+    lines += [f"  rule: {rule.describe()}" for rule in cls.RULES]
+    return "\n".join(lines)

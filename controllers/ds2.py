@@ -36,6 +36,8 @@ from __future__ import annotations
 from collections import deque
 
 from controllers.base import Controller, Param, register
+from controllers.common_params import INITIAL_DEGREE, MIN_DEGREE, PARALLEL_SLOTS, at_most_max_degree
+from params.declare import SearchRange
 from controllers.types import Decision, Snapshot
 
 
@@ -60,19 +62,22 @@ class DS2Controller(Controller):
     name = "ds2"
     summary = "DS2 rate-based scaling (Flink's autoscaler), all operators in one step, for micro-batches"
     PARAMS = {
-        "target_utilization": Param(float, 0.7, "fraction of the trigger interval a batch should take", 0.05, 1.0),
+        "target_utilization": Param(float, 0.7, "fraction of the trigger interval a batch should take", 0.05, 1.0,
+                                    search=SearchRange(0.3, 0.95)),
         "utilization_band": Param(float, 0.2, "no action while predicted utilisation is within target ± band",
-                                  0.0, 1.0),
-        "min_degree": Param(int, 1, "never scale an operator below this", 1),
-        "parallel_slots": Param(int, 0, "tasks that can run at once (executor cores); 0: the run's max degree", 0),
+                                  0.0, 1.0, search=SearchRange(0.0, 0.4)),
+        "min_degree": MIN_DEGREE,
+        "parallel_slots": PARALLEL_SLOTS,
         "scale_down_delay_s": Param(float, 10.0, "a lower vector must be proposed this long before it is applied",
-                                    0.0),
-        "window_batches": Param(int, 3, "batches whose metrics are averaged", 1),
+                                    0.0, search=SearchRange(0.0, 60.0)),
+        "window_batches": Param(int, 3, "batches whose metrics are averaged", 1, search=SearchRange(1, 10)),
         "min_records": Param(int, 200, "records an operator must have processed in the window before its rate is "
                                        "trusted (a handful of records measures task start-up, not the operator)", 1),
-        "catch_up_s": Param(float, 10.0, "seconds over which to drain the backlog (added to the target rate)", 0.1),
-        "initial_degree": Param(int, 1, "degree of every operator in the first batch", 1),
+        "catch_up_s": Param(float, 10.0, "seconds over which to drain the backlog (added to the target rate)", 0.1,
+                            search=SearchRange(2.0, 60.0, log=True)),
+        "initial_degree": INITIAL_DEGREE,
     }
+    RULES = (at_most_max_degree("initial_degree", "min_degree"),)
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)

@@ -1,20 +1,25 @@
-"""The control loop's pure half: ask the controller, validate its decision, keep the decision log.
+"""The control loop's pure half: ask the controller, validate its decision, hand it to the actuators, record it.
 
-The Spark job and the plant model both drive controllers through this class, so a decision is validated and
-recorded the same way whether it steers a real job or a simulation. Invalid decisions are rejected (the current
-degrees stay) and logged and counted as rejected, never clamped: silently correcting a controller would hide its
+The Spark job and the simulator both drive controllers through this class, so a decision is validated, applied
+and recorded the same way whether it steers a real job or a model. Invalid decisions are rejected (the current
+degrees stay), recorded and counted as rejected, never clamped: silently correcting a controller would hide its
 bugs. A controller that raises fails the run.
+
+Every decision becomes one DecisionRecord: when and why, what the controller asked (with its `details`: DS2's
+rates, AUTOSCALE's activity level, ...), what was accepted, and what each actuator did and when it took effect.
+The log of these records is the run's one record of decisions (written once, as decisions.jsonl).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
+from controllers.actuation import Actuator, Outcome
 from controllers.base import Controller
 from controllers.types import Decision, Snapshot
 
 
-@dataclass(frozen=True)
+@dataclass
 class DecisionRecord:
     batch_id: int
     time_s: float
@@ -24,6 +29,9 @@ class DecisionRecord:
     reason: str
     executors: int | None  # the executor count in force after the decision (None: not managed)
     executors_before: int | None = None
+    requested: dict[str, Any] | None = None  # what the controller asked, as it asked it (also when rejected)
+    details: dict[str, Any] = field(default_factory=dict)
+    outcomes: list[Outcome] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -33,6 +41,9 @@ class DecisionRecord:
     @property
     def executors_changed(self) -> bool:
         return self.accepted and self.executors != self.executors_before
+
+    def outcome(self, actuator: str) -> Outcome | None:
+        return next((o for o in self.outcomes if o.actuator == actuator), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,7 +56,17 @@ class DecisionRecord:
             "reason": self.reason,
             "executors": self.executors,
             "executors_before": self.executors_before,
+            "requested": self.requested,
+            "details": {k: _plain(v) for k, v in self.details.items()},
+            "outcomes": [o.to_dict() for o in self.outcomes],
         }
+
+
+def _plain(value: Any) -> Any:
+    """Details are numbers (numpy ones included) or short texts; JSON gets plain Python values."""
+    if hasattr(value, "item"):
+        value = value.item()
+    return round(value, 6) if isinstance(value, float) else value
 
 
 def invalid_reason(decision: Decision, operators: tuple[str, ...], max_degree: int) -> str | None:
@@ -65,10 +86,14 @@ def invalid_reason(decision: Decision, operators: tuple[str, ...], max_degree: i
 
 
 class ControlLoop:
-    def __init__(self, controller: Controller):
+    """collect (the caller builds the Snapshot) -> decide (the controller) -> validate -> apply (the actuators) ->
+    record (the log)."""
+
+    def __init__(self, controller: Controller, actuators: Sequence[Actuator] = ()):
         self.controller = controller
         self.degrees = controller.initial_degrees()
         self.executors = controller.initial_executors()
+        self.actuators = list(actuators)
         self.log: list[DecisionRecord] = []
 
     def step(self, snapshot: Snapshot) -> dict[str, int]:
@@ -78,14 +103,21 @@ class ControlLoop:
         problem = invalid_reason(decision, self.controller.operators, self.controller.max_degree)
         if problem is None and decision.executors is not None and self.executors is None:
             problem = "an executor count from a configuration that leaves the executors to Spark"
+        requested = {"degrees": dict(decision.degrees), "executors": decision.executors}
         if problem is None:
             self.degrees = {op: int(decision.degrees[op]) for op in self.controller.operators}
             if decision.executors is not None:
                 self.executors = decision.executors
             record = DecisionRecord(snapshot.batch_id, snapshot.time_s, before, dict(self.degrees), True,
-                                    decision.reason, self.executors, executors_before)
+                                    decision.reason, self.executors, executors_before, requested,
+                                    dict(decision.details))
+            for actuator in self.actuators:
+                outcome = actuator.apply(record)
+                if outcome is not None:
+                    record.outcomes.append(outcome)
         else:
             record = DecisionRecord(snapshot.batch_id, snapshot.time_s, before, before, False,
-                                    f"rejected: {problem}", self.executors, executors_before)
+                                    f"rejected: {problem}", self.executors, executors_before, requested,
+                                    dict(decision.details))
         self.log.append(record)
         return dict(self.degrees)

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from controllers.base import ConfigError, Controller, Param, register
+from controllers.base import Controller, Param, Rule, register
+from controllers.common_params import MIN_DEGREE, at_most_max_degree
 from controllers.cost_model import ArrivalSchedule as Arrivals
 from controllers.cost_model import OperatorModel, operator_timing
-from controllers.types import Decision, Snapshot
+from controllers.types import Decision, RunContext, Snapshot
+from params.run import RUN_SETTINGS
 from params.units import US
 
 INFEASIBLE = "INFEASIBLE"
@@ -74,56 +76,59 @@ def least_cost_vector(models: tuple[OperatorModel, ...], records: int, budget_s:
     return dict(zip(names, vec)), overhead_s + span, False
 
 
+def _costs_cover(service_s: Mapping[str, float], operators) -> bool | str:
+    missing = [op for op in operators if op not in service_s]
+    return not missing or (f"parameter 'service_s' lacks operator(s) {', '.join(missing)}; run `python -m "
+                           "jobs.calibrate` to measure them")
+
+
 @register
 class OracleController(Controller):
     name = "oracle"
     summary = "knows the schedule and the calibrated costs: the least-cost vector per batch, the cost lower bound"
     PARAMS = {
-        "service_s": Param(dict, {}, "busy seconds per input record of each operator (from a calibration run)"),
-        "selectivity": Param(dict, {}, "records out / records in per operator (default 1)"),
+        "service_s": Param(float, {}, "busy seconds per input record of each operator (from a calibration run)",
+                           minimum=0.0, per_operator=True),
+        "selectivity": Param(float, {}, "records out / records in per operator (default 1)", minimum=0.0,
+                             per_operator=True),
         "task_overhead_s": Param(float, 0.002, "fixed cost of one task (calibrated)", 0.0),
         "batch_overhead_s": Param(float, 0.05, "fixed cost of one batch: scheduling, commit (calibrated)", 0.0),
         "slots": Param(int, 0, "tasks that can run at once (executor cores); 0: the run's max degree", 0),
         "slo_latency_s": Param(float, 0.0, "latency objective every event should meet; 0: the run's SLO", 0.0),
         "headroom": Param(float, 0.9, "plan for this fraction of the budget (calibration is not exact)", 0.05, 1.0),
-        "min_degree": Param(int, 1, "never below this", 1),
+        "min_degree": MIN_DEGREE,
         "calibration_run": Param(str, "", "MLflow run id of the calibration the costs come from (recorded only)"),
     }
+    RULES = (
+        Rule(("service_s",), lambda v, c: None if c.operators is None else _costs_cover(v["service_s"], c.operators),
+             "parameter 'service_s' lacks operator(s) of the topology; run `python -m jobs.calibrate` to measure "
+             "them"),
+        at_most_max_degree("min_degree"),
+    )
 
     def __init__(self, params: Mapping[str, Any], operators, max_degree: int):
         super().__init__(params, operators, max_degree)
         p = self.params
-        missing = [op for op in self.operators if op not in p["service_s"]]
-        if missing:
-            raise ConfigError(f"controller 'oracle': parameter 'service_s' lacks operator(s) {', '.join(missing)}; "
-                              f"run `python -m jobs.calibrate` to measure them")
-        for key in ("service_s", "selectivity"):
-            unknown = sorted(set(p[key]) - set(self.operators))
-            if unknown:
-                raise ConfigError(f"controller 'oracle': parameter {key!r} names unknown operator(s) "
-                                  f"{', '.join(unknown)}; operators: {', '.join(self.operators)}")
-            for op, v in p[key].items():
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                    raise ConfigError(f"controller 'oracle': {key}[{op!r}] must be a number >= 0, got {v!r}")
         self.models = tuple(OperatorModel(op, float(p["service_s"][op]), float(p["selectivity"].get(op, 1.0)),
                                           p["task_overhead_s"]) for op in self.operators)
         self.slots = min(p["slots"], max_degree) if p["slots"] else max_degree
         self.arrivals: Arrivals | None = None
         self.trigger_s = 1.0
-        self.slo_latency_s = self.params["slo_latency_s"] or 5.0
+        self.slo_latency_s = self.params["slo_latency_s"] or RUN_SETTINGS["slo_latency_s"].default
         self._read = 0
 
-    def use_schedule(self, arrivals: Arrivals, trigger_s: float, slo_latency_s: float) -> None:
+    def bind(self, context: RunContext) -> None:
         """The run hands over the workload schedule, its trigger and SLO: this is what makes it an oracle."""
-        self.arrivals = arrivals
-        self.trigger_s = trigger_s
-        self.slo_latency_s = self.params["slo_latency_s"] or slo_latency_s
+        super().bind(context)
+        self.arrivals = context.schedule
+        self.trigger_s = context.trigger_s
+        self.slo_latency_s = self.params["slo_latency_s"] or context.slo_latency_s
 
     def plan(self, start_s: float, read: int, trigger_s: float) -> tuple[dict[str, int], dict[str, float], bool]:
         """The vector for a batch starting at `start_s` that will read everything due then, `read` events already
         read."""
         if self.arrivals is None:
-            raise RuntimeError("the oracle needs the workload schedule (use_schedule) before it can plan")
+            raise RuntimeError("the oracle needs the workload schedule (bind a RunContext with it) before it can plan")
         due = self.arrivals.count_due(int(start_s * US))
         records = max(0, due - read)
         age = start_s - float(self.arrivals.arrival_us(read, read + 1)[0]) / US if records else 0.0

@@ -8,7 +8,8 @@ release delays on a cluster.
 """
 from __future__ import annotations
 
-from controllers.base import ConfigError, Controller, Param, register
+from controllers.base import ConfigError, Controller, Param, Rule, register
+from controllers.common_params import INITIAL_DEGREE, at_most_max_degree
 from controllers.types import Decision, Snapshot
 
 
@@ -17,13 +18,18 @@ class ScriptedController(Controller):
     name = "scripted"
     summary = "apply given degrees after given batches (e.g. {2: {enrich: 3}}); for measurements and replays"
     PARAMS = {
-        "initial_degree": Param(int, 1, "degree of every operator in the first batch", 1),
+        "initial_degree": INITIAL_DEGREE,
         "changes": Param(dict, {}, "mapping: batch id -> {operator: degree}, applied after that batch"),
         "initial_executors": Param(int, 0, "executors in the first batch (0: executors not managed, Spark's grant)",
                                    0),
         "executor_changes": Param(dict, {}, "mapping: batch id -> executor count, applied after that batch "
                                             "(needs a cluster master and initial_executors >= 1)"),
     }
+    RULES = (at_most_max_degree("initial_degree"),
+             Rule(("executor_changes", "initial_executors"),
+                  lambda v, c: not v["executor_changes"] or v["initial_executors"] >= 1,
+                  "executor_changes need initial_executors >= 1 (the executors must be managed from the first "
+                  "batch)"))
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
@@ -42,11 +48,6 @@ class ScriptedController(Controller):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ConfigError(f"{where}: executor count must be a positive integer, got {count!r}")
             self.executor_changes[batch_id] = count
-        if self.executor_changes and not self.params["initial_executors"]:
-            raise ConfigError("controller 'scripted': executor_changes need initial_executors >= 1 (the executors "
-                              "must be managed from the first batch)")
-        if self.params["initial_degree"] > max_degree:
-            raise ConfigError(f"controller 'scripted': initial_degree must be <= max_degree ({max_degree})")
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: self.params["initial_degree"] for op in self.operators}
@@ -68,7 +69,7 @@ class ScriptedController(Controller):
 def _plan(param: str, plan: dict):
     """(batch id, where, value) for each entry of a plan keyed by batch id; the ids must be integers."""
     for batch, value in plan.items():
-        where = f"controller 'scripted': parameter {param!r} at batch {batch!r}"
+        where = f"controller {ScriptedController.name!r}: parameter {param!r} at batch {batch!r}"
         try:
             batch_id = int(batch)
         except (TypeError, ValueError):

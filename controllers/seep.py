@@ -19,7 +19,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from typing import Any
+
 from controllers.base import ConfigError, Controller, Param, register
+from controllers.common_params import INITIAL_DEGREE, INITIAL_DEGREES, at_most_max_degree
+from params.declare import Choices, SearchRange
 from controllers.policy.catalogue import resolve_policy
 from controllers.policy.engine import PolicyEngine
 from controllers.policy.parse import PolicyError
@@ -104,25 +108,29 @@ class PolicyController(Controller):
         "policy": Param(str, "seep-t5", "catalogue name (controllers/policy/catalogue) or the policy as YAML/JSON "
                                         "text; `python -m jobs.run --policy FILE` reads a file", structured=True,
                         identity=lambda text: resolve_policy(text).to_dict()),
-        "initial_degree": Param(int, 1, "degree of every operator in the first batch", 1),
-        "initial_degrees": Param(dict, {}, "per-operator initial degrees overriding initial_degree"),
+        "initial_degree": INITIAL_DEGREE,
+        "initial_degrees": INITIAL_DEGREES,
     }
+    RULES = (at_most_max_degree("initial_degree", "initial_degrees"),)
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
         try:
             self.policy = resolve_policy(self.params["policy"], self.operators)
         except PolicyError as exc:
-            raise ConfigError(f"controller 'seep-policy': {exc}") from None
-        unknown = sorted(set(self.params["initial_degrees"]) - set(self.operators))
-        if unknown:
-            raise ConfigError(f"controller 'seep-policy': initial_degrees names unknown operator(s) "
-                              f"{', '.join(unknown)}; expected {', '.join(self.operators)}")
+            raise ConfigError(f"controller {self.name!r}: {exc}") from None
         self.sampler = Sampler(self.operators, self.policy.options.sampling_period_s)
         self.engine = PolicyEngine(self.policy, self.operators, self.initial_degrees(), max_degree)
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: int(self.params["initial_degrees"].get(op, self.params["initial_degree"])) for op in self.operators}
+
+    def run_artifacts(self) -> dict[str, Any]:
+        """The policy as the user wrote it and as it was understood."""
+        return {"config/policy.txt": str(self.params["policy"]), "config/policy.json": self.policy.to_dict()}
+
+    def run_params(self) -> dict[str, Any]:
+        return {"policy.name": self.policy.name or "(unnamed)", "policy.rules": len(self.policy.rules)}
 
     def decide(self, snapshot: Snapshot) -> Decision:
         degrees = snapshot.degrees
@@ -147,19 +155,20 @@ class SeepDetector(Controller):
     summary = "SEEP's built-in detector: k consecutive reports above delta percent -> +1 instance (no scale-in)"
     PARAMS = {
         "threshold_percent": Param(float, 50.0, "delta: the busy percentage a report must exceed (SEEP: 50)", 0.0,
-                                   100.0),
-        "consecutive": Param(int, 2, "k: consecutive reports above delta before scaling out (SEEP: 2)", 1),
+                                   100.0, search=SearchRange(20.0, 90.0)),
+        "consecutive": Param(int, 2, "k: consecutive reports above delta before scaling out (SEEP: 2)", 1,
+                             search=SearchRange(1, 5)),
         "metric": Param(str, "utilisation", "'utilisation' (per operator busy fraction) or 'cpu' (the job's "
                                             "processes; then the busiest operator scales)", choices=("utilisation",
                                                                                                      "cpu")),
-        "sampling_period_s": Param(float, 5.0, "seconds between reports (SEEP's monitorInterval: 5)", 0.0),
-        "initial_degree": Param(int, 1, "degree of every operator in the first batch", 1),
+        "sampling_period_s": Param(float, 5.0, "seconds between reports (SEEP's monitorInterval: 5)", 0.0,
+                                   open_minimum=True, search=SearchRange(1.0, 20.0)),
+        "initial_degree": INITIAL_DEGREE,
     }
+    RULES = (at_most_max_degree("initial_degree"),)
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
-        if self.params["sampling_period_s"] <= 0:
-            raise ConfigError("controller 'seep-detector': parameter 'sampling_period_s' must be > 0")
         self.sampler = Sampler(self.operators, self.params["sampling_period_s"])
         self.counts = {op: 0 for op in self.operators}
 

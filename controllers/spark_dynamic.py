@@ -14,7 +14,8 @@ shuffle: with a stateless job every executor does, so nothing would ever scale i
 """
 from __future__ import annotations
 
-from controllers.base import ConfigError, Controller, Param, register
+from controllers.base import Controller, Param, Rule, register
+from controllers.common_params import at_most_max_degree
 from controllers.types import Decision, Snapshot
 
 
@@ -36,15 +37,17 @@ class SparkDynamicAllocation(Controller):
                                             0.001),
         "executor_cores": Param(int, 1, "spark.executor.cores", 1),
     }
+    RULES = (
+        Rule(("min_executors", "initial_executors", "max_executors"),
+             lambda v, c: v["min_executors"] <= v["initial_executors"] <= v["max_executors"],
+             "need min_executors <= initial_executors <= max_executors, got {min_executors}, {initial_executors}, "
+             "{max_executors}"),
+        at_most_max_degree("degree"),
+    )
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
         p = self.params
-        if not p["min_executors"] <= p["initial_executors"] <= p["max_executors"]:
-            raise ConfigError(f"controller {self.name!r}: need min_executors <= initial_executors <= max_executors, "
-                              f"got {p['min_executors']}, {p['initial_executors']}, {p['max_executors']}")
-        if p["degree"] > max_degree:
-            raise ConfigError(f"controller {self.name!r}: parameter 'degree' must be <= max_degree ({max_degree})")
         self._degree = p["degree"] or max_degree
 
     def initial_degrees(self) -> dict[str, int]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from controllers.base import ConfigError, Controller, Param, register
+from controllers.base import Controller, Param, register
+from controllers.common_params import at_most_max_degree
 from controllers.types import Decision, Snapshot
 
 
@@ -16,20 +17,12 @@ class StaticController(Controller):
     summary = "fixed per-operator degrees (ConfMin: all 1; ConfExpt: sized for the peak)"
     PARAMS = {
         "degree": Param(int, 1, "degree of every operator not listed in `degrees`", minimum=1),
-        "degrees": Param(dict, {}, "per-operator degrees, e.g. {enrich: 4}"),
+        "degrees": Param(int, {}, "per-operator degrees, e.g. {enrich: 4}", minimum=1, per_operator=True),
     }
+    RULES = (at_most_max_degree("degree", "degrees"),)
 
     def __init__(self, params: Mapping[str, Any], operators: Sequence[str], max_degree: int):
         super().__init__(params, operators, max_degree)
-        unknown = sorted(set(self.params["degrees"]) - set(operators))
-        if unknown:
-            raise ConfigError(
-                f"controller 'static': parameter 'degrees' names unknown operator(s) {', '.join(unknown)}; "
-                f"operators: {', '.join(operators)}"
-            )
-        for op, degree in self.params["degrees"].items():
-            if isinstance(degree, bool) or not isinstance(degree, int) or degree < 1:
-                raise ConfigError(f"controller 'static': degree of operator {op!r} must be an integer >= 1, got {degree!r}")
         self._degrees = {op: int(self.params["degrees"].get(op, self.params["degree"])) for op in operators}
 
     def initial_degrees(self) -> dict[str, int]:

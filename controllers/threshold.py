@@ -8,7 +8,9 @@ bottleneck (the operator that took the longest wall time in the batch) and scale
 """
 from __future__ import annotations
 
-from controllers.base import ConfigError, Controller, Param, register
+from controllers.base import Controller, Param, register
+from controllers.common_params import COOLDOWN_S, INITIAL_DEGREE, MIN_DEGREE, at_most_max_degree, below
+from params.declare import Choices, SearchRange
 from controllers.types import Decision, Snapshot
 
 
@@ -17,27 +19,20 @@ class ThresholdController(Controller):
     name = "threshold"
     summary = "scale the bottleneck up when batch time / trigger >= up, the idlest down when <= down, with a cooldown"
     PARAMS = {
-        "scale_up_ratio": Param(float, 0.9, "batch duration / trigger interval at or above which to scale up", 0.0),
-        "scale_down_ratio": Param(float, 0.3, "ratio at or below which to scale down", 0.0),
-        "cooldown_s": Param(float, 10.0, "seconds after an action during which no other action is taken", 0.0),
-        "initial_degree": Param(int, 1, "degree of every operator in the first batch", 1),
-        "min_degree": Param(int, 1, "never scale an operator below this", 1),
+        "scale_up_ratio": Param(float, 0.9, "batch duration / trigger interval at or above which to scale up", 0.0,
+                                search=SearchRange(0.5, 1.5)),
+        "scale_down_ratio": Param(float, 0.3, "ratio at or below which to scale down", 0.0,
+                                  search=SearchRange(0.05, 0.6)),
+        "cooldown_s": COOLDOWN_S,
+        "initial_degree": INITIAL_DEGREE,
+        "min_degree": MIN_DEGREE,
         "step": Param(str, "ratio", "scale-up size: 'ratio' adds max(1, round(ratio)) like Spark; 'one' adds 1",
-                      choices=("ratio", "one")),
+                      choices=("ratio", "one"), search=Choices(("ratio", "one"))),
     }
+    RULES = (below("scale_down_ratio", "scale_up_ratio"), at_most_max_degree("initial_degree", "min_degree"))
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
-        p = self.params
-        if p["scale_down_ratio"] >= p["scale_up_ratio"]:
-            raise ConfigError(
-                f"controller 'threshold': scale_down_ratio ({p['scale_down_ratio']}) must be below "
-                f"scale_up_ratio ({p['scale_up_ratio']})"
-            )
-        if p["initial_degree"] > max_degree or p["min_degree"] > max_degree:
-            raise ConfigError(
-                f"controller 'threshold': initial_degree and min_degree must be <= max_degree ({max_degree})"
-            )
         self._last_action_s: float | None = None
 
     def initial_degrees(self) -> dict[str, int]:

@@ -7,7 +7,7 @@ them apart, which is what lets the same controller be unit-tested in microsecond
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -89,3 +89,21 @@ class Decision:
 
     def changes(self, current: Mapping[str, int]) -> dict[str, tuple[int, int]]:
         return {op: (current[op], d) for op, d in self.degrees.items() if current.get(op) != d}
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a run tells its controller besides the configuration, once, before the first batch (Controller.bind).
+
+    schedule: the workload's arrivals (count_due / arrival_us, µs since the anchor) — only the oracle may plan
+    with it, and it is what makes the oracle an oracle; predictor: a load predictor loaded from the MLflow registry
+    for controllers that forecast (None: the controller's own), with a warning when it fell back.
+    """
+
+    trigger_s: float
+    slo_latency_s: float
+    slo_target: float = 0.95
+    max_degree: int = 8
+    schedule: Any = None
+    predictor: Any = None
+    predictor_warning: str = ""

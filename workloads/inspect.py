@@ -3,6 +3,8 @@
     python -m workloads.inspect step                       # summary + step.png in the current folder
     python -m workloads.inspect google-task-events --png out/g.png --duration 60 --seed 3
     python -m workloads.inspect --list                     # the catalogue and the available traces
+    python -m workloads.inspect --describe step            # a profile's parameters: type, default, bounds, rules
+    python -m workloads.inspect --profiles                 # every profile's parameters
 
 The experiment run logs the same plot (workload.png) and summary (workload_summary.json) with every MLflow run.
 """
@@ -16,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from workloads.plots import workload_png
+from workloads.profiles import PROFILES, describe_profile
 from workloads.schedule import Schedule
 from workloads.spec import WorkloadError, catalogue_names, load_workload
 from workloads.traces import available_traces, traces_dir
@@ -46,6 +49,24 @@ def format_summary(schedule: Schedule) -> str:
     return "\n".join(lines)
 
 
+def _describe(ref: str) -> int:
+    """A profile by name, or the profiles a catalogue entry or spec file uses."""
+    if ref in PROFILES:
+        print(describe_profile(ref))
+        return 0
+    try:
+        spec = load_workload(ref)
+    except WorkloadError as exc:
+        print(f"error: {ref!r} is not a profile ({', '.join(PROFILES)}) and not a workload: {exc}", file=sys.stderr)
+        return 2
+    used = list(dict.fromkeys(s.profile for s in spec.streams if s.profile is not None))
+    if not used:
+        print(f"workload {spec.name!r} replays a trace; it has no profile parameters")
+        return 0
+    print("\n\n".join(describe_profile(name) for name in used))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m workloads.inspect", description=__doc__.split("\n\n")[0])
     p.add_argument("workload", nargs="?", help="catalogue name or YAML file")
@@ -54,7 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--png", help="where to write the plot (default: <name>.png)")
     p.add_argument("--json", help="also write the summary as JSON here")
     p.add_argument("--list", action="store_true", help="list the catalogue and the available traces")
+    p.add_argument("--describe", metavar="PROFILE",
+                   help="print a profile's declared parameters (or those of the profiles a workload uses)")
+    p.add_argument("--profiles", action="store_true", help="print every profile's declared parameters")
     args = p.parse_args(argv)
+    if args.profiles:
+        print("\n\n".join(describe_profile(name) for name in PROFILES))
+        return 0
+    if args.describe:
+        return _describe(args.describe)
     if args.list or not args.workload:
         print("catalogue:", ", ".join(catalogue_names()))
         print(f"traces in {traces_dir()}:", ", ".join(available_traces()) or "(none found)")

@@ -4,30 +4,32 @@ A profile only says how fast events arrive; how many fall in each bucket and whe
 (``workloads.schedule``). Keeping the profile a plain rate function lets the schedule integrate any profile the
 same way, so adding a profile never touches the event generator.
 
-Each profile is registered with its parameter names, defaults and bounds, so a spec with a typo or an impossible
-value is rejected with a message that names the parameter before anything runs. Random profiles (random walk,
-random peaks, the Google-like process) draw from `workloads.rng` with the workload's seed: same seed, same rate.
+Each profile declares its parameters (`params.declare.Param`: type, default, bounds, meaning) and the constraints
+across them (`params.declare.Rule`), and they are checked in one place (`check_profile_params`, through
+`params.declare.check_params`) before anything runs, so a spec with a typo or an impossible value is rejected with a
+message that names the parameter. A parameter whose default is None (`REQUIRED`) must be given. Workloads are the
+experiments' inputs, not something a study tunes, so no profile parameter carries a search range.
+`python -m workloads.inspect --describe PROFILE` prints a profile's declarations.
+
+Random profiles (random walk, random peaks, the Google-like process) draw from `workloads.rng` with the workload's
+seed: same seed, same rate.
 
 Where a seed paper gives a profile but not its numbers, the defaults here are the project's choices; each says so.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from params.declare import Param, Rule, check_params, describe_params
 from workloads import rng
 
 RateFunction = Callable[[np.ndarray], np.ndarray]
 
-
-@dataclass(frozen=True)
-class ProfileParam:
-    default: float | str | None  # None: required
-    minimum: float = 0.0
-    doc: str = ""
-    kind: type = float  # float, or str for patterns
+REQUIRED = None  # the default of a profile parameter that has none: the spec must give it
 
 
 @dataclass(frozen=True)
@@ -41,9 +43,10 @@ class ProfileContext:
 @dataclass(frozen=True)
 class Profile:
     name: str
-    params: Mapping[str, ProfileParam]
-    build: Callable[[Mapping[str, float], ProfileContext], RateFunction]
+    params: Mapping[str, Param]
+    build: Callable[[Mapping[str, float], ProfileContext], RateFunction]  # gets the checked parameters
     doc: str
+    rules: tuple[Rule, ...] = ()  # constraints across the parameters, checked before `build` runs
 
 
 def _constant(p, ctx) -> RateFunction:
@@ -58,8 +61,6 @@ def _step(p, ctx) -> RateFunction:
 
 def _ramp(p, ctx) -> RateFunction:
     start, end, t0, t1 = p["start"], p["end"], p["ramp_start_s"], p["ramp_end_s"]
-    if t1 <= t0:
-        raise ValueError(f"ramp_end_s ({t1}) must be greater than ramp_start_s ({t0})")
 
     def rate(t: np.ndarray) -> np.ndarray:
         frac = np.clip((t - t0) / (t1 - t0), 0.0, 1.0)
@@ -70,17 +71,11 @@ def _ramp(p, ctx) -> RateFunction:
 
 def _sine(p, ctx) -> RateFunction:
     base, amplitude, period, phase = p["base"], p["amplitude"], p["period_s"], p["phase_s"]
-    if period <= 0:
-        raise ValueError("period_s must be > 0")
-    if amplitude > base:
-        raise ValueError(f"amplitude ({amplitude}) must not exceed base ({base}): rates cannot go negative")
     return lambda t: base + amplitude * np.sin(2 * np.pi * (t - phase) / period)
 
 
 def _flash_crowd(p, ctx) -> RateFunction:
     base, peak, at, rise, decay = p["base"], p["peak"], p["at_s"], p["rise_s"], p["decay_s"]
-    if decay <= 0:
-        raise ValueError("decay_s must be > 0")
 
     def rate(t: np.ndarray) -> np.ndarray:
         up = np.clip((t - at) / rise, 0.0, 1.0) if rise > 0 else (t >= at).astype(float)
@@ -102,10 +97,6 @@ def _on_grid(values: np.ndarray, step_s: float) -> RateFunction:
 
 def _random_walk(p, ctx) -> RateFunction:
     start, sd, step, lo, hi = p["start"], p["step_sd"], p["step_s"], p["min"], p["max"]
-    if step <= 0:
-        raise ValueError("step_s must be > 0")
-    if not lo <= start <= hi:
-        raise ValueError(f"start ({start}) must lie in [min, max] = [{lo}, {hi}]")
     k = _grid(ctx.duration_s, step)
     steps = rng.normal(ctx.seed, rng.STREAM_PROFILE, k, ctx.stream) * sd
     values = np.empty(len(k))
@@ -128,10 +119,6 @@ def _autoscale(p, ctx) -> RateFunction:
     t_high = t_rise + p["rise_s"]
     t_down = t_high + p["high_s"]
     steps, step_s = int(p["steps"]), p["step_s"]
-    if low <= 0 or high <= low:
-        raise ValueError(f"need 0 < low < high, got low={low}, high={high}")
-    if steps < 1:
-        raise ValueError("steps must be >= 1")
 
     def rate(t: np.ndarray) -> np.ndarray:
         t = np.asarray(t, dtype=float)
@@ -148,8 +135,6 @@ def _periodic_peaks(p, ctx) -> RateFunction:
     """SEEP thesis periodic source (digest_002 §6.4): trough at base, peaks at `peak`, fixed durations."""
     base, peak, peak_s, trough_s, first = p["base"], p["peak"], p["peak_s"], p["trough_s"], p["first_peak_s"]
     period = peak_s + trough_s
-    if period <= 0:
-        raise ValueError("peak_s + trough_s must be > 0")
 
     def rate(t: np.ndarray) -> np.ndarray:
         phase = np.mod(np.asarray(t, dtype=float) - first, period)
@@ -163,8 +148,6 @@ def _random_peaks(p, ctx) -> RateFunction:
     """SEEP thesis T4 source: peaks of random length (bounded), troughs of random length; first peak fixed."""
     base, peak = p["base"], p["peak"]
     lo_p, hi_p, lo_t, hi_t = p["min_peak_s"], p["max_peak_s"], p["min_trough_s"], p["max_trough_s"]
-    if lo_p > hi_p or lo_t > hi_t:
-        raise ValueError("min_*_s must not exceed max_*_s")
     edges, t, i = [], p["first_at_s"], 0
     first = True
     while t < ctx.duration_s:
@@ -192,10 +175,6 @@ def _google_like(p, ctx) -> RateFunction:
     space) are the project's choices."""
     median, sigma, phi, step = p["median"], p["sigma_log"], p["phi"], p["step_s"]
     amplitude, period, scale = p["diurnal_amplitude"], p["period_s"], p["rate_scale"]
-    if not 0 <= phi < 1:
-        raise ValueError(f"phi must be in [0, 1), got {phi}")
-    if step <= 0 or period <= 0:
-        raise ValueError("step_s and period_s must be > 0")
     k = _grid(ctx.duration_s, step)
     z = rng.normal(ctx.seed, rng.STREAM_PROFILE, k, ctx.stream)
     x = np.empty(len(k))
@@ -213,11 +192,7 @@ def _levels(p, ctx) -> RateFunction:
     variable per-pipeline load (digest_000 §3.3, §5.3). The ramp length is not given there: 5 s is the project's
     choice. Ramps are centred on the period boundary."""
     low, high, period, ramp = p["low"], p["high"], p["period_s"], p["ramp_s"]
-    pattern = str(p["pattern"]).replace(" ", "").upper()
-    if not pattern or set(pattern) - {"A", "B"}:
-        raise ValueError(f"pattern must be a string of A (high) and B (low), got {p['pattern']!r}")
-    if period <= 0 or ramp >= period:
-        raise ValueError("need period_s > 0 and ramp_s < period_s")
+    pattern = _pattern(p["pattern"])
     levels = np.array([high if c == "A" else low for c in pattern], dtype=float)
 
     def rate(t: np.ndarray) -> np.ndarray:
@@ -237,120 +212,177 @@ def _levels(p, ctx) -> RateFunction:
     return rate
 
 
-P = ProfileParam
+def _pattern(text: str) -> str:
+    """A levels pattern as the profile reads it: spaces dropped, case ignored ("ab a" is "ABA")."""
+    return text.replace(" ", "").upper()
+
+
+# ---- declarations --------------------------------------------------------------------------------------------
+def _num(doc: str, default: float | None = REQUIRED, *, minimum: float = 0.0, positive: bool = False) -> Param:
+    """A numeric profile parameter: a float >= 0 (rates, seconds, counts), > 0 when `positive`."""
+    return Param(float, default, doc, minimum=minimum, open_minimum=positive)
+
+
+def _greater(high: str, low: str) -> Rule:
+    return _rule((low, high), lambda v: v[high] > v[low], f"{high} ({{{high}}}) must be greater than {low} ({{{low}}})")
+
+
+def _not_above(low: str, high: str) -> Rule:
+    return _rule((low, high), lambda v: v[low] <= v[high], f"{low} ({{{low}}}) must not exceed {high} ({{{high}}})")
+
+
+def _valid_pattern(v: Mapping[str, Any]) -> bool | str:
+    pattern = _pattern(v["pattern"])
+    return bool(pattern) and not set(pattern) - {"A", "B"} or \
+        f"pattern must be a string of A (high) and B (low), got {v['pattern']!r}"
+
+
+def _rule(fields: tuple[str, ...], holds: Callable[[Mapping[str, Any]], bool | str], message: str) -> Rule:
+    """A profile rule: profiles know no topology or max degree, so `holds` reads the values only."""
+    return Rule(fields, lambda values, context: holds(values), message)
+
+
+P = _num
 PROFILES: dict[str, Profile] = {
-    "constant": Profile("constant", {"rate": P(None, doc="events per second")}, _constant,
-                        "A fixed rate for the whole run."),
+    "constant": Profile("constant", {"rate": P("events per second")}, _constant, "A fixed rate for the whole run."),
     "step": Profile(
         "step",
-        {"low": P(None, doc="events per second before the step"),
-         "high": P(None, doc="events per second from the step on"),
-         "at_s": P(None, doc="time of the step, seconds from the start")},
+        {"low": P("events per second before the step"),
+         "high": P("events per second from the step on"),
+         "at_s": P("time of the step, seconds from the start")},
         _step, "One sudden change of rate: the simplest test of how fast a controller reacts."),
     "ramp": Profile(
         "ramp",
-        {"start": P(None, doc="events per second before the ramp"),
-         "end": P(None, doc="events per second after the ramp"),
-         "ramp_start_s": P(0.0, doc="when the ramp begins"),
-         "ramp_end_s": P(None, doc="when the ramp reaches `end`")},
-        _ramp, "A linear change of rate between two times, flat before and after."),
+        {"start": P("events per second before the ramp"),
+         "end": P("events per second after the ramp"),
+         "ramp_start_s": P("when the ramp begins", 0.0),
+         "ramp_end_s": P("when the ramp reaches `end`")},
+        _ramp, "A linear change of rate between two times, flat before and after.",
+        (_greater("ramp_end_s", "ramp_start_s"),)),
     "sine": Profile(
         "sine",
-        {"base": P(None, doc="mean events per second"), "amplitude": P(None, doc="events per second above/below base"),
-         "period_s": P(None, doc="period, seconds (a day compressed, for a diurnal load)"),
-         "phase_s": P(0.0, doc="time of the first upward crossing of base")},
-        _sine, "A sinusoidal load: the diurnal cycle, compressed to the run's time scale."),
+        {"base": P("mean events per second"), "amplitude": P("events per second above/below base"),
+         "period_s": P("period, seconds (a day compressed, for a diurnal load)", positive=True),
+         "phase_s": P("time of the first upward crossing of base", 0.0)},
+        _sine, "A sinusoidal load: the diurnal cycle, compressed to the run's time scale.",
+        (_rule(("amplitude", "base"), lambda v: v["amplitude"] <= v["base"],
+              "amplitude ({amplitude}) must not exceed base ({base}): rates cannot go negative"),)),
     "flash_crowd": Profile(
         "flash_crowd",
-        {"base": P(None, doc="events per second outside the spike"), "peak": P(None, doc="events per second at the top"),
-         "at_s": P(None, doc="when the spike starts"), "rise_s": P(2.0, doc="seconds from base to peak (linear)"),
-         "decay_s": P(None, doc="time constant of the exponential decay back to base")},
+        {"base": P("events per second outside the spike"), "peak": P("events per second at the top"),
+         "at_s": P("when the spike starts"), "rise_s": P("seconds from base to peak (linear)", 2.0),
+         "decay_s": P("time constant of the exponential decay back to base", positive=True)},
         _flash_crowd, "A sudden spike that decays exponentially: a news event, a sale, a retry storm."),
     "random_walk": Profile(
         "random_walk",
-        {"start": P(None, doc="events per second at t=0"), "step_sd": P(None, doc="standard deviation of each step"),
-         "step_s": P(1.0, doc="seconds between steps"), "min": P(0.0, doc="lower bound (reflecting)"),
-         "max": P(None, doc="upper bound (reflecting)")},
-        _random_walk, "A seeded random walk between bounds: a load with no pattern to learn."),
+        {"start": P("events per second at t=0"), "step_sd": P("standard deviation of each step"),
+         "step_s": P("seconds between steps", 1.0, positive=True), "min": P("lower bound (reflecting)", 0.0),
+         "max": P("upper bound (reflecting)")},
+        _random_walk, "A seeded random walk between bounds: a load with no pattern to learn.",
+        (_rule(("start", "min", "max"), lambda v: v["min"] <= v["start"] <= v["max"],
+              "start ({start}) must lie between min ({min}) and max ({max})"),)),
     "autoscale": Profile(
         "autoscale",
-        {"low": P(None, doc="events per second of the low plateaus"), "high": P(None, doc="events per second at the top"),
-         "low_s": P(None, doc="length of the first low plateau"), "rise_s": P(None, doc="length of the exponential rise"),
-         "high_s": P(None, doc="length of the high plateau"), "steps": P(4, minimum=1, doc="steps of the decrease"),
-         "step_s": P(None, doc="length of each step of the decrease; low plateau afterwards")},
+        {"low": P("events per second of the low plateaus", positive=True),
+         "high": P("events per second at the top"),
+         "low_s": P("length of the first low plateau"), "rise_s": P("length of the exponential rise"),
+         "high_s": P("length of the high plateau"),
+         "steps": P("steps of the decrease (a fraction is cut off)", 4.0, minimum=1.0),
+         "step_s": P("length of each step of the decrease; low plateau afterwards")},
         _autoscale, "The AUTOSCALE paper's profile (digest_001 §6.6): low, exponential rise, high, step-wise decrease, "
-                    "low. The paper gives no numbers; add `noise` for its irregularity."),
+                    "low. The paper gives no numbers; add `noise` for its irregularity.",
+        (_greater("high", "low"),)),
     "periodic_peaks": Profile(
         "periodic_peaks",
-        {"base": P(10.0, doc="events per second in troughs (SEEP: 10)"),
-         "peak": P(20.0, doc="events per second in peaks (SEEP: 20)"),
-         "peak_s": P(20.0, doc="peak length (SEEP T5/T6: 20 s)"), "trough_s": P(40.0, doc="trough length (40 s)"),
-         "first_peak_s": P(0.0, doc="start of the first peak")},
-        _periodic_peaks, "The SEEP thesis' periodic source (digest_002 §6.4)."),
+        {"base": P("events per second in troughs (SEEP: 10)", 10.0),
+         "peak": P("events per second in peaks (SEEP: 20)", 20.0),
+         "peak_s": P("peak length (SEEP T5/T6: 20 s)", 20.0), "trough_s": P("trough length (40 s)", 40.0),
+         "first_peak_s": P("start of the first peak", 0.0)},
+        _periodic_peaks, "The SEEP thesis' periodic source (digest_002 §6.4).",
+        (_rule(("peak_s", "trough_s"), lambda v: v["peak_s"] + v["trough_s"] > 0,
+              "peak_s ({peak_s}) + trough_s ({trough_s}) must be > 0"),)),
     "random_peaks": Profile(
         "random_peaks",
-        {"base": P(10.0, doc="events per second in troughs"), "peak": P(20.0, doc="events per second in peaks"),
-         "first_at_s": P(10.0, doc="start of the first peak"), "first_peak_s": P(5.0, doc="first peak length (SEEP: ~5 s)"),
-         "min_peak_s": P(5.0, doc="shortest later peak"), "max_peak_s": P(30.0, doc="longest later peak (bounds the queue)"),
-         "min_trough_s": P(20.0, doc="shortest trough"), "max_trough_s": P(60.0, doc="longest trough")},
+        {"base": P("events per second in troughs", 10.0), "peak": P("events per second in peaks", 20.0),
+         "first_at_s": P("start of the first peak", 10.0), "first_peak_s": P("first peak length (SEEP: ~5 s)", 5.0),
+         "min_peak_s": P("shortest later peak", 5.0), "max_peak_s": P("longest later peak (bounds the queue)", 30.0),
+         "min_trough_s": P("shortest trough", 20.0), "max_trough_s": P("longest trough", 60.0)},
         _random_peaks, "The SEEP thesis' T4 source: peaks of random, bounded length (digest_002 §6.4). Bounds are the "
-                       "project's choice; the thesis only says the queue stayed below 10000."),
+                       "project's choice; the thesis only says the queue stayed below 10000.",
+        (_not_above("min_peak_s", "max_peak_s"), _not_above("min_trough_s", "max_trough_s"))),
     "google_like": Profile(
         "google_like",
-        {"median": P(31.6, doc="median events per second (Google 2011 task events: 31.6)"),
-         "sigma_log": P(1.02, doc="standard deviation of log rate (1.02)"),
-         "phi": P(0.98, doc="AR(1) correlation of log rate per step (project's choice)"),
-         "step_s": P(1.0, doc="seconds per AR(1) step"),
-         "diurnal_amplitude": P(0.3, doc="amplitude of the daily cycle in log space (project's choice)"),
-         "period_s": P(86400.0, doc="length of a 'day', seconds (compress it to the run)"),
-         "rate_scale": P(1.0, doc="multiplies every rate (e.g. 1000 for the thesis' 1000x acceleration)")},
-        _google_like, "A Google-trace-like rate for when a real trace is too slow or too short (digest_002 §6.4)."),
+        {"median": P("median events per second (Google 2011 task events: 31.6)", 31.6),
+         "sigma_log": P("standard deviation of log rate (1.02)", 1.02),
+         "phi": P("AR(1) correlation of log rate per step, in [0, 1) (project's choice)", 0.98),
+         "step_s": P("seconds per AR(1) step", 1.0, positive=True),
+         "diurnal_amplitude": P("amplitude of the daily cycle in log space (project's choice)", 0.3),
+         "period_s": P("length of a 'day', seconds (compress it to the run)", 86400.0, positive=True),
+         "rate_scale": P("multiplies every rate (e.g. 1000 for the thesis' 1000x acceleration)", 1.0)},
+        _google_like, "A Google-trace-like rate for when a real trace is too slow or too short (digest_002 §6.4).",
+        (_rule(("phi",), lambda v: v["phi"] < 1, "phi ({phi}) must be below 1 (a correlation in [0, 1))"),)),
     "levels": Profile(
         "levels",
-        {"low": P(None, doc="events per second in B periods"), "high": P(None, doc="events per second in A periods"),
-         "period_s": P(60.0, doc="length of each period"), "ramp_s": P(5.0, doc="ramp between levels (project's choice)"),
-         "pattern": P(None, doc="string of A (high) and B (low), one letter per period", kind=str)},
-        _levels, "A fixed high/low pattern with ramps: the Sousa dissertation's variable load (digest_000 §3.3)."),
+        {"low": P("events per second in B periods"), "high": P("events per second in A periods"),
+         "period_s": P("length of each period", 60.0, positive=True),
+         "ramp_s": P("ramp between levels (project's choice)", 5.0),
+         "pattern": Param(str, REQUIRED, "string of A (high) and B (low), one letter per period; spaces and case "
+                                         "are ignored")},
+        _levels, "A fixed high/low pattern with ramps: the Sousa dissertation's variable load (digest_000 §3.3).",
+        (_rule(("pattern",), _valid_pattern, "pattern must be a string of A (high) and B (low)"),
+         _rule(("ramp_s", "period_s"), lambda v: v["ramp_s"] < v["period_s"],
+              "ramp_s ({ramp_s}) must be shorter than period_s ({period_s})"))),
 }
 
 
-def check_params(name: str, params: Mapping[str, object], where: str) -> dict[str, float | str]:
-    """A profile's parameters completed with defaults and checked; errors name `where` and the parameter."""
+def _escaped(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _given_and_finite(declared: Mapping[str, Param]) -> tuple[Rule, ...]:
+    """The rules every profile shares, derived from its declarations: a REQUIRED parameter is given, and a number is
+    finite (nan and inf pass a bound check silently). They run before the profile's own rules, which may then
+    compare the values freely."""
+    required = tuple(_rule((key,), lambda v, key=key: v[key] is not None,
+                           f"needs parameter {key!r} ({_escaped(spec.doc)})")
+                     for key, spec in declared.items() if spec.default is REQUIRED)
+    finite = tuple(_rule((key,), lambda v, key=key: math.isfinite(v[key]),
+                         f"parameter {key!r} must be a finite number, got {{{key}}}")
+                   for key, spec in declared.items() if spec.kind is float)
+    return required + finite
+
+
+def _owner(where: str, name: str) -> str:
+    return f"{where}: profile {name!r}"
+
+
+def check_profile_params(name: str, params: Mapping[str, object], where: str) -> dict[str, float | str]:
+    """A profile's parameters completed with defaults and checked against its declaration and rules; errors
+    (params.declare.ParamError, a ValueError) read "<where>: profile '<name>': ..." and name the parameter."""
     if name not in PROFILES:
         raise ValueError(f"{where}: unknown profile {name!r}; known profiles: {', '.join(sorted(PROFILES))}")
     profile = PROFILES[name]
-    unknown = sorted(set(params) - set(profile.params))
-    if unknown:
-        raise ValueError(
-            f"{where}: unknown parameter(s) {', '.join(unknown)} for profile {name!r}; "
-            f"expected: {', '.join(profile.params)}"
-        )
-    values: dict[str, float | str] = {}
-    for key, spec in profile.params.items():
-        if key not in params:
-            if spec.default is None:
-                raise ValueError(f"{where}: profile {name!r} needs parameter {key!r} ({spec.doc})")
-            values[key] = spec.default if spec.kind is str else float(spec.default)
-            continue
-        raw = params[key]
-        if spec.kind is str:
-            if not isinstance(raw, str):
-                raise ValueError(f"{where}: parameter {key!r} of profile {name!r} must be a string, got {raw!r}")
-            values[key] = raw
-            continue
-        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-            raise ValueError(f"{where}: parameter {key!r} of profile {name!r} must be a number, got {raw!r}")
-        if not np.isfinite(raw) or raw < spec.minimum:
-            raise ValueError(f"{where}: parameter {key!r} of profile {name!r} must be >= {spec.minimum}, got {raw!r}")
-        values[key] = float(raw)
-    return values
+    return check_params(_owner(where, name), profile.params, params,
+                        _given_and_finite(profile.params) + profile.rules)
 
 
 def resolve_profile(name: str, params: Mapping[str, object], where: str,
                     context: ProfileContext) -> tuple[dict[str, float | str], RateFunction]:
     """Checked parameters and the profile's rate function for this run (duration, seed, stream)."""
-    values = check_params(name, params, where)
+    values = check_profile_params(name, params, where)
     try:
         return values, PROFILES[name].build(values, context)
     except ValueError as exc:
-        raise ValueError(f"{where}: profile {name!r}: {exc}") from None
+        raise ValueError(f"{_owner(where, name)}: {exc}") from None
+
+
+def describe_profile(name: str) -> str:
+    """A profile as a user reads it: what it is, its parameters (type, default or `required`, bounds, meaning) and
+    the rules across them, from the same declarations the checks use."""
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r}; known profiles: {', '.join(sorted(PROFILES))}")
+    profile = PROFILES[name]
+    lines = [f"{name}: {profile.doc}"]
+    lines += [line.replace(", default None", ", required", 1) for line in describe_params(profile.params)]
+    lines += [f"  rule: {rule.describe()}" for rule in profile.rules]
+    return "\n".join(lines)

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import numpy as np
 import yaml
 
-from workloads.profiles import ProfileContext, check_params, resolve_profile
+from workloads.profiles import ProfileContext, check_profile_params, resolve_profile
 from workloads.traces import TraceError, load_trace, window_counts
 
 CATALOGUE_DIR = Path(__file__).resolve().parent / "catalogue"
@@ -272,7 +272,7 @@ def _parse_stream(raw: Mapping[str, Any], where: str, index: int, default_name: 
     if not isinstance(params, Mapping):
         raise WorkloadError(f"{where}: field 'params' must be a mapping, got {params!r}")
     try:
-        values = check_params(profile, params, where=f"{where}: params")
+        values = check_profile_params(profile, params, where)
     except ValueError as exc:
         raise WorkloadError(str(exc)) from None
     return StreamSpec(name, profile, values, None, keys)
@@ -352,7 +352,7 @@ def parse_workload(raw: Mapping[str, Any], source: str = "<dict>", check_traces:
     for i, stream in enumerate(spec.streams):  # built once for this duration and seed, so their errors show now
         if stream.profile is not None:
             try:
-                resolve_profile(stream.profile, stream.params, f"{source}: params",
+                resolve_profile(stream.profile, stream.params, f"{source}: streams[{i}]" if multi else source,
                                 ProfileContext(spec.duration_s, spec.seed, i))
             except ValueError as exc:
                 raise WorkloadError(str(exc)) from None

@@ -19,9 +19,19 @@ from controllers.policy.builder import (
 )
 from controllers.policy.catalogue import catalogue_names, load_policy, resolve_policy
 from controllers.policy.engine import Action, PolicyEngine
-from controllers.policy.model import METRICS, Policy, PolicyOptions, Rule, Trigger
+from controllers.policy.model import (
+    METRICS,
+    OPTIONS,
+    Policy,
+    PolicyOptions,
+    Rule,
+    Trigger,
+    check_options,
+    describe_options,
+)
 from controllers.policy.parse import PolicyError, parse_policy
 
-__all__ = ["Action", "METRICS", "Policy", "PolicyEngine", "PolicyError", "PolicyOptions", "Rule", "Trigger", "above",
-           "absolute", "below", "catalogue_names", "factor", "load_policy", "millis", "minutes", "nodes",
-           "parse_policy", "percent", "relative", "resolve_policy", "rule", "rules", "seconds", "tuples"]
+__all__ = ["Action", "METRICS", "OPTIONS", "Policy", "PolicyEngine", "PolicyError", "PolicyOptions", "Rule", "Trigger",
+           "above", "absolute", "below", "catalogue_names", "check_options", "describe_options", "factor",
+           "load_policy", "millis", "minutes", "nodes", "parse_policy", "percent", "relative", "resolve_policy", "rule",
+           "rules", "seconds", "tuples"]

@@ -12,7 +12,7 @@ exactly the same code as a file and logs as the same canonical form.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 
@@ -120,12 +120,14 @@ def rule(name: str | None = None) -> RuleBuilder:
     return RuleBuilder(name)
 
 
-def rules(*built: RuleBuilder | dict[str, Any], options: PolicyOptions | None = None, name: str | None = None
-          ) -> Policy:
+def rules(*built: RuleBuilder | dict[str, Any], options: PolicyOptions | Mapping[str, Any] | None = None,
+          name: str | None = None) -> Policy:
+    """The policy of these rules. `options` is a PolicyOptions or a mapping by the options' written names (as
+    `OPTIONS` declares them, e.g. a tuning study's sample {"sampling_period": 2.0}), checked like a file's."""
     from controllers.policy.parse import parse_policy
 
     document: dict[str, Any] = {"name": name} if name else {}
     if options is not None:
-        document["options"] = options.to_dict()
+        document["options"] = options.to_dict() if isinstance(options, PolicyOptions) else dict(options)
     document["rules"] = [b.build() if isinstance(b, RuleBuilder) else b for b in built]
     return parse_policy(yaml.safe_dump(document, sort_keys=False), source="(builder)", positions=False)

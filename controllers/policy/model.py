@@ -3,12 +3,19 @@
 The model is plain frozen data so a policy can be built three ways — parsed from YAML/JSON, written with the fluent
 builder, or constructed directly — and always logged back as the same canonical dictionary (`to_dict`), which is
 what MLflow records and what the configuration hash sees.
+
+A policy's options are declared settings (`OPTIONS`, `params.declare.Param`: type, default, choices or bounds,
+meaning, and the range a tuning study searches), checked in one place whichever way the policy was built;
+`describe_options()` prints them.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
+
+from params.declare import Param, SearchRange, check_params, describe_params
+from params.declare import Rule as ParamRule  # (a policy's `Rule` is a scaling rule, below)
 
 WILDCARD = "*"
 ACTIONS = ("scale-out", "scale-in")
@@ -33,6 +40,42 @@ BELOW = ("strict", "inclusive")  # §7.5: `below v` as value < v (the code) or v
 GUARDS = ("enforced", "ignored")  # §7.11: the thesis' semantics, or what its code actually did
 EDGES = ("rule", "every-trigger")  # rule: act when the AND of the triggers becomes true; every-trigger: the
 #                                     code's literal `fired && changed` for each trigger in the same evaluation
+
+# A policy's options as written under `options:` (and logged by `PolicyOptions.to_dict`). The ambiguity options
+# are interpretations of the thesis to compare, not knobs to tune, so only the numeric ones carry a search range.
+OPTIONS: dict[str, Param] = {
+    "sampling_period": Param(float, 5.0, "seconds between the readings the rules judge (SEEP's monitorInterval, "
+                                         "digest_002 §2.6); in a policy file also '30s', '5min'",
+                             minimum=0.0, open_minimum=True, search=SearchRange(1.0, 20.0)),
+    "below": Param(str, "strict", "`below v` as value < v (strict, the thesis' code) or value <= v (inclusive, its "
+                                  "pseudo-code; §7.5)", choices=BELOW),
+    "history_tolerance": Param(float, 0.1, "a trigger's window counts as covered when the readings span at least "
+                                           "(1 - tolerance) x the window, a fraction in [0, 1) (§7.4)",
+                               minimum=0.0, search=SearchRange(0.0, 0.5)),
+    "guards": Param(str, "enforced", "`with_no_..._since` guards as the thesis describes them (enforced) or as its "
+                                     "code behaved (ignored; §7.11)", choices=GUARDS),
+    "edge": Param(str, "rule", "act when the AND of a rule's triggers becomes true (rule), or the code's literal "
+                               "`fired && changed` per trigger in one evaluation (every-trigger)", choices=EDGES),
+}
+OPTION_RULES: tuple[ParamRule, ...] = (
+    ParamRule(("history_tolerance",), lambda v, c: v["history_tolerance"] < 1,
+              "history_tolerance ({history_tolerance}) must be below 1 (a fraction in [0, 1))"),
+)
+DURATION_OPTIONS = ("sampling_period",)  # written as durations ('30s', '5min') in a policy file
+_OPTION_FIELDS = {"sampling_period": "sampling_period_s"}  # option name -> PolicyOptions field, where they differ
+
+
+def check_options(values: Mapping[str, Any], owner: str = "policy options") -> dict[str, Any]:
+    """Options by their written names, completed with defaults and checked against OPTIONS and OPTION_RULES;
+    params.declare.ParamError (a ValueError) names the option."""
+    return check_params(owner, OPTIONS, values, OPTION_RULES)
+
+
+def describe_options() -> str:
+    """The options a policy takes, as a user reads them: type, default, choices or bounds, search range, meaning."""
+    lines = ["policy options (under `options:` in a policy file):", *describe_params(OPTIONS)]
+    lines += [f"  rule: {rule.describe()}" for rule in OPTION_RULES]
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -121,15 +164,24 @@ class Rule:
 
 @dataclass(frozen=True)
 class PolicyOptions:
-    sampling_period_s: float = 5.0  # SEEP's monitorInterval (digest_002 §2.6)
-    below: str = "strict"
-    history_tolerance: float = 0.1  # §7.4: a window counts as covered when the readings span >= (1 - tol) x window
-    guards: str = "enforced"
-    edge: str = "rule"
+    """A policy's options (declared in OPTIONS, which gives the defaults); checked on construction."""
+    sampling_period_s: float = OPTIONS["sampling_period"].default
+    below: str = OPTIONS["below"].default
+    history_tolerance: float = OPTIONS["history_tolerance"].default
+    guards: str = OPTIONS["guards"].default
+    edge: str = OPTIONS["edge"].default
+
+    def __post_init__(self):
+        for name, value in check_options(self.to_dict()).items():  # as they will be used: 5 becomes 5.0
+            object.__setattr__(self, _OPTION_FIELDS.get(name, name), value)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "PolicyOptions":
+        """Options by their written names (as `to_dict` gives them); missing ones take their defaults."""
+        return cls(**{_OPTION_FIELDS.get(name, name): value for name, value in check_options(values).items()})
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sampling_period": self.sampling_period_s, "below": self.below,
-                "history_tolerance": self.history_tolerance, "guards": self.guards, "edge": self.edge}
+        return {name: getattr(self, _OPTION_FIELDS.get(name, name)) for name in OPTIONS}
 
 
 @dataclass(frozen=True)

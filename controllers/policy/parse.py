@@ -14,11 +14,11 @@ import yaml
 
 from controllers.policy.model import (
     ACTIONS,
-    BELOW,
-    EDGES,
-    GUARDS,
+    DURATION_OPTIONS,
     METRIC_ALIASES,
     METRICS,
+    OPTION_RULES,
+    OPTIONS,
     WILDCARD,
     Guard,
     Limit,
@@ -28,6 +28,7 @@ from controllers.policy.model import (
     ScaleFactor,
     Trigger,
 )
+from params.declare import ParamError, check_params
 
 
 class PolicyError(ValueError):
@@ -43,10 +44,14 @@ class _Reader:
         self.positions = positions  # off for text the user did not write (the builder's)
 
     def fail(self, node: yaml.Node | None, where: str, message: str) -> PolicyError:
+        return self.located(node, f"{where}: {message}")
+
+    def located(self, node: yaml.Node | None, message: str) -> PolicyError:
+        """`message` (which names what is wrong) prefixed with the source and, when known, the node's position."""
         at = ""
         if node is not None and self.positions:
             at = f", line {node.start_mark.line + 1}, column {node.start_mark.column + 1}"
-        return PolicyError(f"policy {self.source}{at}: {where}: {message}")
+        return PolicyError(f"policy {self.source}{at}: {message}")
 
     def mapping(self, node: yaml.Node, where: str, allowed: Sequence[str]) -> dict[str, tuple[yaml.Node, yaml.Node]]:
         if not isinstance(node, yaml.MappingNode):
@@ -84,11 +89,12 @@ class _Reader:
             raise self.fail(node, where, f"expected {expected}, got {text!r}")
         return int(value) if integer else value
 
-    def duration(self, node: yaml.Node, where: str) -> float:
-        expected = "a duration in seconds (30, '30s', '5min', '5 minutes') greater than 0"
+    def duration(self, node: yaml.Node, where: str, positive: bool = True) -> float:
+        """Seconds; `positive=False` leaves the bound to the caller (a declared option checks its own)."""
+        expected = "a duration in seconds (30, '30s', '5min', '5 minutes')" + (" greater than 0" if positive else "")
         text = self.scalar(node, where, expected)
         match = _DURATION.match(text)
-        if not match or float(match.group(1)) <= 0:
+        if not match or (positive and float(match.group(1)) <= 0):
             raise self.fail(node, where, f"expected {expected}, got {text!r}")
         unit = match.group(2) or "s"
         return float(match.group(1)) * (60.0 if unit.startswith("min") else 1.0)
@@ -142,23 +148,29 @@ def parse_policy(text: str, source: str = "(inline)", operators: Sequence[str] |
 
 
 def _options(r: _Reader, node: yaml.Node) -> PolicyOptions:
-    f = r.mapping(node, "options", ("sampling_period", "below", "history_tolerance", "guards", "edge"))
-    kw: dict[str, Any] = {}
-    if "sampling_period" in f:
-        kw["sampling_period_s"] = r.duration(f["sampling_period"][1], "options: sampling_period")
-    if "below" in f:
-        kw["below"] = r.choice(f["below"][1], "options: below", BELOW)
-    if "history_tolerance" in f:
-        value = r.number(f["history_tolerance"][1], "options: history_tolerance", minimum=0)
-        if value >= 1:
-            raise r.fail(f["history_tolerance"][1], "options: history_tolerance", f"expected a fraction in [0, 1), "
-                                                                                 f"got {value:g}")
-        kw["history_tolerance"] = value
-    if "guards" in f:
-        kw["guards"] = r.choice(f["guards"][1], "options: guards", GUARDS)
-    if "edge" in f:
-        kw["edge"] = r.choice(f["edge"][1], "options: edge", EDGES)
-    return PolicyOptions(**kw)
+    """The options as declared in OPTIONS: the text is read as the declared type (durations with units), then
+    checked by the declaration, then by the rules across options; each error points at the option's node."""
+    f = r.mapping(node, "options", tuple(OPTIONS))
+    values: dict[str, Any] = {}
+    for name, (_, value_node) in f.items():
+        spec, where = OPTIONS[name], f"options: {name}"
+        if name in DURATION_OPTIONS:
+            value: Any = r.duration(value_node, where, positive=False)
+        elif spec.kind is float:
+            value = r.number(value_node, where)
+        else:
+            value = r.scalar(value_node, where, f"one of {', '.join(spec.choices)}" if spec.choices else "a text")
+        try:
+            values[name] = spec.check("options", name, value)
+        except ParamError as exc:
+            raise r.located(value_node, str(exc)) from None
+    for rule in OPTION_RULES:
+        try:
+            check_params("options", OPTIONS, values, (rule,))
+        except ParamError as exc:
+            given = [f[name][1] for name in rule.fields if name in f]
+            raise r.located(given[0] if given else node, str(exc)) from None
+    return PolicyOptions.from_dict(values)
 
 
 RULE_FIELDS = ("name", "operator", "action", "by", "never_above", "never_below", "when", "with_no_scale_out_since",

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from controllers.types import RunContext
 from controllers import ConfigError, ControlLoop, OperatorMetrics, Snapshot, build_controller
 from controllers.autoscale import NOTHING, SCALE_IN, SCALE_OUT, classify, global_actions, local_action, quantify
 from controllers.forecast import LastValuePredictor, LearnedPredictor, PaperPredictor, feature_names, features
@@ -166,7 +167,7 @@ def test_one_iteration_by_hand():
     ({"theta_min": 0.0}, "parameter 'theta_min' must be >= 1e-09"),
     ({"theta_max": 1.5}, "parameter 'theta_max' must be <= 1.0"),
     ({"initial_degrees": {"nope": 2}}, "names unknown operator(s) nope"),
-    ({"initial_degrees": {"enrich": 20}}, "initial degree of 'enrich' must be an integer in [1, 8]"),
+    ({"initial_degrees": {"enrich": 20}}, "initial_degrees['enrich'] (20) must be <= max_degree (8)"),
     ({"predictor": "magic"}, "must be one of paper, last-value, registry"),
     ({"eq2_reading": "both"}, "must be one of extrapolated, literal"),
 ])
@@ -193,8 +194,8 @@ def test_unread_events_reach_each_operator_through_the_selectivities_upstream():
 def test_an_iteration_shorter_than_the_trigger_is_rejected():
     ctl = build_controller("autoscale", {"period_s": 1.0}, OPS, 8)
     with pytest.raises(ConfigError, match=r"period_s \(1.0\) is shorter than the trigger interval \(2.0\)"):
-        ctl.check_run(2.0)
-    ctl.check_run(1.0)
+        ctl.check_run(RunContext(trigger_s=2.0, slo_latency_s=5.0))
+    ctl.check_run(RunContext(trigger_s=1.0, slo_latency_s=5.0))
 
 
 class Profile:

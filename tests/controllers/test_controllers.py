@@ -68,7 +68,7 @@ def test_threshold_holds_inside_the_band_and_at_max():
         ("static", {"degree": 0}, "parameter 'degree' must be >= 1"),
         ("static", {"degree": True}, "parameter 'degree' must be of type int"),
         ("static", {"degrees": {"enrichh": 2}}, "names unknown operator(s) enrichh"),
-        ("static", {"degree": 9}, "initial degree 9 of operator 'parse' is outside [1, 8]"),
+        ("static", {"degree": 9}, "degree (9) must be <= max_degree (8)"),
     ],
 )
 def test_bad_config_is_rejected_with_a_clear_message(name, params, message):

@@ -4,6 +4,7 @@ import itertools
 
 import pytest
 
+from controllers.types import RunContext
 from controllers import ConfigError, ControlLoop, build_controller
 from controllers.oracle import INFEASIBLE, least_cost_vector
 from simulator.plant import OperatorModel, PlantConfig, operator_timing, simulate
@@ -41,7 +42,7 @@ def test_when_nothing_fits_it_takes_the_fastest_vector_and_says_so():
     assert not feasible and duration > 1.0
     assert degrees["enrich"] == 4, "beyond the slots more tasks only add waves"
     ctl = build_controller("oracle", {"service_s": {m.name: 0.01 for m in MODELS}}, OPS, 4)
-    ctl.use_schedule(StepArrivals(5000, 5000, step_s=10, duration_s=20), 2.0, 5.0)
+    ctl.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, schedule=StepArrivals(5000, 5000, step_s=10, duration_s=20)))
     loop = ControlLoop(ctl)
     run = simulate(PlantConfig(MODELS, trigger_interval_s=2.0, slots=4, max_degree=4),
                    StepArrivals(5000, 5000, step_s=10, duration_s=20), loop, 20)
@@ -54,7 +55,7 @@ def test_on_the_plant_the_oracle_keeps_the_slo_at_the_least_cost():
     params = {"service_s": {m.name: m.service_s for m in MODELS}, "selectivity": {"aggregate": 0.25},
               "batch_overhead_s": 0.05, "task_overhead_s": 0.002, "slots": 4, "headroom": 1.0}
     oracle = build_controller("oracle", params, OPS, 8)
-    oracle.use_schedule(arrivals(), 2.0, 5.0)
+    oracle.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, schedule=arrivals()))
     run = simulate(plant, arrivals(), ControlLoop(oracle), 60)
     assert run.latencies().max() <= 5.0
     assert not any(d.reason.startswith(INFEASIBLE) for d in run.decisions)
@@ -74,6 +75,6 @@ def test_an_oracle_without_calibrated_costs_is_rejected():
     with pytest.raises(ConfigError, match=r"'service_s' lacks operator\(s\) parse, enrich, aggregate, sink; run "
                                           r"`python -m jobs.calibrate`"):
         build_controller("oracle", {}, OPS, 8)
-    with pytest.raises(ConfigError, match=r"service_s\['enrich'\] must be a number >= 0"):
+    with pytest.raises(ConfigError, match=r"service_s\['enrich'\] must be of type float, got 'fast'"):
         build_controller("oracle", {"service_s": {"parse": 1e-5, "enrich": "fast", "aggregate": 1e-5,
                                                   "sink": 1e-5}}, OPS, 8)

@@ -125,9 +125,18 @@ MALFORMED = [
      "    when: {metric: cpu, above: 50, for_at_least: 30}\n  - name: r\n    operator: parse\n"
      "    action: scale-out\n    by: {absolute: 1}\n    when: {metric: cpu, above: 50, for_at_least: 30}\n",
      "line 7, column 5: rule 'r': a second rule with this name"),
-    ("options: {below: maybe}\nrules: []\n", "line 1, column 18: options: below: expected one of strict, inclusive"),
+    ("options: {below: maybe}\nrules: []\n",
+     "line 1, column 18: options: parameter 'below' must be one of strict, inclusive, got 'maybe'"),
     ("options: {history_tolerance: 1.5}\nrules: []\n",
-     "options: history_tolerance: expected a fraction in [0, 1), got 1.5"),
+     "line 1, column 30: options: history_tolerance (1.5) must be below 1 (a fraction in [0, 1))"),
+    ("options: {history_tolerance: -0.1}\nrules: []\n",
+     "line 1, column 30: options: parameter 'history_tolerance' must be >= 0.0, got -0.1"),
+    ("options: {history_tolerance: .nan}\nrules: []\n", "line 1, column 30: options: history_tolerance: expected a "
+                                                        "number, got '.nan'"),
+    ("options: {sampling_period: 0s}\nrules: []\n",
+     "line 1, column 28: options: parameter 'sampling_period' must be > 0.0, got 0.0"),
+    ("options: {guards: [enforced]}\nrules: []\n",
+     "line 1, column 19: options: guards: expected one of enforced, ignored, got a list"),
     ("rules:\n  - name: r\n    operator: !!python/object/apply:os.system [echo hi]\n    action: scale-out\n"
      "    by: {absolute: 1}\n    when: {metric: cpu, above: 50, for_at_least: 30}\n",
      "line 3, column 15: rule 'r': operator: expected an operator name or '*', got a list"),  # composed, never run
@@ -151,3 +160,33 @@ def test_the_builder_reports_a_trigger_step_out_of_order_and_is_checked_like_a_f
         rules(rule("y").scale_out("enrich").when("cpu").is_(above(1)).for_at_least(seconds(5)))
     with pytest.raises(PolicyError, match=r"^policy \(builder\): rule 'z': when #1: for_at_least: expected a duration"):
         rules(rule("z").scale_in("enrich").by(absolute(1)).when("cpu").is_(below(1)).for_at_least(seconds(0)))
+
+
+def test_options_are_declared_once_and_checked_by_that_declaration_however_the_policy_is_built():
+    from controllers.policy import OPTIONS, PolicyOptions, check_options, describe_options
+    from params.declare import ParamError, SearchRange, search_space
+
+    assert PolicyOptions().to_dict() == {name: spec.default for name, spec in OPTIONS.items()}
+    assert set(search_space(OPTIONS)) == {"sampling_period", "history_tolerance"}
+    assert all(isinstance(r, SearchRange) for r in search_space(OPTIONS).values())
+    text = describe_options()
+    assert all(f"  {name} ({spec.kind.__name__}, default {spec.default!r}" in text for name, spec in OPTIONS.items())
+    assert "  rule: history_tolerance must be below 1 (a fraction in [0, 1))" in text
+    # constructed directly: the same checks, the values as they will be used
+    assert PolicyOptions(sampling_period_s=2).sampling_period_s == 2.0
+    with pytest.raises(ParamError, match=r"^policy options: parameter 'below' must be one of strict, inclusive, "
+                                         r"got 'maybe'$"):
+        PolicyOptions(below="maybe")
+    with pytest.raises(ParamError, match=r"^policy options: history_tolerance \(1.0\) must be below 1"):
+        PolicyOptions(history_tolerance=1.0)
+    with pytest.raises(ParamError, match=r"^policy options: unknown parameter\(s\) period"):
+        check_options({"period": 5})
+    # parsed, built and constructed options are the same thing
+    options = PolicyOptions(sampling_period_s=2.0, below="inclusive", history_tolerance=0.0, edge="every-trigger")
+    assert PolicyOptions.from_dict(options.to_dict()) == options
+    assert rules(options=options).options == options
+    parsed = parse_policy("options: {sampling_period: 2s, below: inclusive, history_tolerance: 0, "
+                          "edge: every-trigger}\nrules: []\n")
+    assert parsed.options == options
+    with pytest.raises(PolicyError, match=r"^policy \(builder\): options: parameter 'sampling_period' must be > 0.0"):
+        rules(options={"sampling_period": 0})

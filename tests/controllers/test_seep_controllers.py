@@ -82,7 +82,7 @@ def test_an_inline_policy_with_an_unknown_operator_is_a_config_error_with_its_po
         build_controller("seep-policy", {"policy": inline}, OPS, 8)
     with pytest.raises(ConfigError, match="no policy 'seep-t9' in the catalogue; known: seep-cpu, seep-t1"):
         build_controller("seep-policy", {"policy": "seep-t9"}, OPS, 8)
-    with pytest.raises(ConfigError, match="initial_degrees names unknown operator"):
+    with pytest.raises(ConfigError, match="parameter 'initial_degrees' names unknown operator\\(s\\) map"):
         build_controller("seep-policy", {"initial_degrees": {"map": 2}}, OPS, 8)
 
 

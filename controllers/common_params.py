@@ -1,0 +1,48 @@
+"""Declarations and rules that many controllers share, written once.
+
+Degrees and their bounds mean the same in every parallelism controller, so they are declared here and a controller
+takes them as they are or with its own default (`INITIAL_DEGREE.but(default=2)`). The rules tie them to the run
+(the run's max degree is only known when the controller is built for a run).
+"""
+from __future__ import annotations
+
+from params.declare import Param, Rule, SearchRange
+
+INITIAL_DEGREE = Param(int, 1, "degree of every operator in the first batch", minimum=1)
+INITIAL_DEGREES = Param(int, {}, "per-operator first degrees overriding initial_degree, e.g. {enrich: 3}",
+                        minimum=1, per_operator=True)
+MIN_DEGREE = Param(int, 1, "never scale an operator below this", minimum=1)
+PARALLEL_SLOTS = Param(int, 0, "tasks that can run at once (executor cores); 0: the run's max degree", minimum=0)
+COOLDOWN_S = Param(float, 10.0, "seconds after an action during which no other action is taken", minimum=0.0,
+                   search=SearchRange(0.0, 60.0))
+
+
+def at_most_max_degree(*fields: str) -> Rule:
+    """Each named degree (a number, or a per-operator mapping) is within the run's max degree."""
+
+    def holds(values, context):
+        if context.max_degree is None:
+            return None
+        for field in fields:
+            value = values[field]
+            named = ({f"{field}[{op!r}]": v for op, v in value.items()} if isinstance(value, dict)
+                     else {field: value})
+            for name, v in named.items():
+                if v > context.max_degree:
+                    return f"{name} ({v}) must be <= max_degree ({context.max_degree})"
+        return True
+
+    shown = " and ".join(f"{f} ({{{f}}})" for f in fields)
+    return Rule(fields, holds, f"{shown} must be <= max_degree ({{max_degree}})")
+
+
+def below(low: str, high: str) -> Rule:
+    """`low` must be strictly below `high` (a band, thresholds)."""
+    return Rule((low, high), lambda v, c: v[low] < v[high], f"{low} ({{{low}}}) must be below {high} ({{{high}}})")
+
+
+def initial_degrees(values, operators) -> dict[str, int]:
+    """The first degrees from initial_degree and the per-operator overrides in initial_degrees (when declared)."""
+    overrides = values.get("initial_degrees", {})
+    floor = values.get("min_degree", 1)
+    return {op: max(int(overrides.get(op, values["initial_degree"])), floor) for op in operators}

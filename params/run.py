@@ -1,0 +1,35 @@
+"""The settings a run has (service level, trigger, bounds), declared once.
+
+The command line (`python -m jobs.run`), the run configuration (`jobs.config.RunConfig`), suites
+(`analysis.suite`) and the DAGs' Params all read their defaults, bounds and help text from here, so the SLO is
+5 s everywhere because it is written once.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from params.declare import Param, check_params
+
+RUN_SETTINGS: dict[str, Param] = {
+    "slo_latency_s": Param(float, 5.0, "latency bound, seconds, end to end from each event's scheduled arrival",
+                           minimum=0.0, open_minimum=True),
+    "slo_target": Param(float, 0.95, "fraction of events that must meet the latency bound", minimum=0.0,
+                        maximum=1.0, open_minimum=True),
+    "trigger_s": Param(float, 2.0, "micro-batch trigger interval, seconds", minimum=0.0, open_minimum=True),
+    "max_degree": Param(int, 8, "largest degree of any operator (also spark.sql.shuffle.partitions)", minimum=1),
+    "source_partitions": Param(int, 2, "read tasks per micro-batch", minimum=1),
+    "lead_in_s": Param(float, 1.0, "seconds between the query's start and the first event", minimum=0.0),
+    "drain_timeout_s": Param(float, 60.0, "seconds to keep processing backlog after the schedule ends", minimum=0.0),
+}
+
+
+def default(name: str) -> Any:
+    return RUN_SETTINGS[name].default
+
+
+def check_run_settings(values: dict[str, Any], owner: str = "run settings") -> dict[str, Any]:
+    """Only the settings given, checked (missing ones are not filled in: callers keep their own None)."""
+    declared = {k: RUN_SETTINGS[k] for k in values if k in RUN_SETTINGS}
+    unknown = {k: v for k, v in values.items() if k not in RUN_SETTINGS}
+    checked = check_params(owner, declared, {k: v for k, v in values.items() if k in declared})
+    return {**checked, **unknown}
