@@ -1,8 +1,9 @@
 """The foreachBatch function of an experiment run: run the operators at their current degrees, measure the batch,
-ask the control loop for the next degrees.
+hand the snapshot to the control loop.
 
-A decision taken after batch k is in force in batch k+1: the degrees are read once when a batch starts and the
-loop's answer is stored for the next one, so no query restart is ever needed to change parallelism.
+A decision taken after batch k is in force in batch k+1: the degree actuator gives the degrees once when a batch
+starts and the loop's actuators apply the answer for the next one, so no query restart is ever needed to change
+parallelism.
 """
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ import numpy as np
 
 from controllers.loop import ControlLoop
 from controllers.types import Snapshot
+from jobs.actuators import RunActuators
 from jobs.config import RunConfig
-from jobs.actuators.executors import ExecutorActuator
-from jobs.actuators.hosts import HostActuator
+from jobs.errors import RunFailed
 from jobs.metrics import OperatorStats, ProcessSampler, StageTasks
 from jobs.operators import apply_operators
 from jobs.recording.recorder import RunRecorder
@@ -27,16 +28,11 @@ from workloads import Schedule
 from params.units import US
 
 
-class RunFailed(RuntimeError):
-    """The run cannot go on (an induced failure, or a broken invariant such as a gap in the events read)."""
-
-
 class BatchProcessor:
     """The foreachBatch function: run the operators at their current degrees, measure, decide."""
 
     def __init__(self, config: RunConfig, spark, schedule: Schedule, loop: ControlLoop, output: Path,
-                 recorder: RunRecorder, progress: Callable[[dict], None], executors: ExecutorActuator | None = None,
-                 hosts: HostActuator | None = None):
+                 recorder: RunRecorder, progress: Callable[[dict], None], actuators: RunActuators):
         self.config = config
         self.topology = config.topo
         self.ops = self.topology.names
@@ -47,8 +43,8 @@ class BatchProcessor:
         self.output = output
         self.recorder = recorder
         self.progress = progress
-        self.executors = executors  # on a cluster: observed every batch, and set when the controller decides
-        self.hosts = hosts
+        self.degrees = actuators.degrees
+        self.executors = actuators.executors  # on a cluster: observed every batch (set by the loop's actuators)
         self.stats = OperatorStats(spark.sparkContext, self.ops)
         self.stage_tasks = StageTasks(spark.sparkContext)
         self.sampler = ProcessSampler()
@@ -72,7 +68,7 @@ class BatchProcessor:
             # and the writer once, on no rows, so that the first measured batch does not pay their start-up.
             self.startup_batches += 1
             warm = self.output.parent / "warm-up"
-            apply_operators(df, self.topology, self.loop.degrees).write.mode("overwrite").parquet(str(warm))
+            apply_operators(df, self.topology, self.degrees.degrees).write.mode("overwrite").parquet(str(warm))
             return
         if self.first_spark_batch is None:
             self.first_spark_batch = spark_batch_id
@@ -81,7 +77,7 @@ class BatchProcessor:
         if self.config.fail_at_batch is not None and batch_id >= self.config.fail_at_batch:
             raise RunFailed(f"induced failure at batch {batch_id} (--fail-at-batch {self.config.fail_at_batch})")
         start = time.time()
-        degrees = dict(self.loop.degrees)
+        degrees = self.degrees.batch_started(start - self.anchor_us / US)
         self.stats.reset()
         group = self.stage_tasks.start(spark_batch_id)
         out = apply_operators(df, self.topology, degrees, self.stats.accumulators)
@@ -124,10 +120,8 @@ class BatchProcessor:
             operators=ops, max_degree=self.config.max_degree, cpu_percent=cpu, memory_mb=mem,
             cpu_cores=self.sampler.cores, executors=None if active is None else len(active),
         )
-        new_degrees = self.loop.step(snapshot)
+        new_degrees = self.loop.step(snapshot)  # decided, validated, applied by the actuators, recorded
         decision = self.loop.log[-1]
-        if active is not None:
-            self._steer_executors(batch_id, decision.executors, active)
         row: dict[str, Any] = {
             "batch_id": batch_id, "spark_batch_id": spark_batch_id, "start_s": start - self.anchor_us / US, "time_s": time_s,
             "batch_duration_s": end - start, "interval_s": interval, "first_event": first,
@@ -162,19 +156,6 @@ class BatchProcessor:
                                          if k not in ("batch_id", "spark_batch_id") and not k.startswith("tasks_")
                                          and isinstance(v, (int, float))}, step=batch_id)
         self.progress(row)
-
-    def _steer_executors(self, batch_id: int, target: int | None, active: list) -> None:
-        """Apply a new executor count (from the next batch on, as Spark provisions it); release hosts left idle."""
-        if target is None:
-            return
-        if target != self.executors.target:
-            free = self.hosts.cluster.free_cores() if self.hosts is not None and target > len(active) else None
-            self.executors.set_total(target, batch_id)
-            if free is not None:
-                self.hosts.grow_for(target - len(active), free)
-        elif (self.hosts is not None and self.hosts.added and len(active) <= target
-              and not self.executors.ledger.pending()):
-            self.hosts.release_idle()
 
     def _observed(self, row: dict[str, Any], observed: dict[str, int]) -> None:
         """The number of tasks Spark ran for each operator's stage: the degree actually in force."""

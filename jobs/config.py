@@ -19,6 +19,8 @@ import yaml
 
 import controllers
 from controllers.base import ConfigError
+from controllers.types import RunContext
+from params.run import RUN_SETTINGS
 from jobs.topology import Topology, TopologyError, load_topology
 from workloads import WorkloadError, WorkloadSpec, load_workload
 
@@ -42,12 +44,12 @@ class RunConfig:
     workload: str | dict[str, Any]
     duration_s: float | None = None
     seed: int | None = None
-    slo_latency_s: float = 5.0
-    slo_target: float = 0.95
+    slo_latency_s: float = RUN_SETTINGS["slo_latency_s"].default
+    slo_target: float = RUN_SETTINGS["slo_target"].default
     master: str | None = "local[4]"
-    trigger_s: float = 2.0
-    max_degree: int = 8
-    source_partitions: int = 2
+    trigger_s: float = RUN_SETTINGS["trigger_s"].default
+    max_degree: int = RUN_SETTINGS["max_degree"].default
+    source_partitions: int = RUN_SETTINGS["source_partitions"].default
     topology: str | None = "default"
     tracking_uri: str | None = None
     experiment: str = "elastic-streaming"
@@ -56,8 +58,8 @@ class RunConfig:
     tags: dict[str, str] = field(default_factory=dict)
     output_dir: str | None = None
     summary_json: str | None = None
-    lead_in_s: float = 1.0
-    drain_timeout_s: float = 60.0
+    lead_in_s: float = RUN_SETTINGS["lead_in_s"].default
+    drain_timeout_s: float = RUN_SETTINGS["drain_timeout_s"].default
     quiet: bool = False
     fail_at_batch: int | None = None
     policy_source: str | None = None  # the file a --policy was read from, so errors name it
@@ -95,7 +97,7 @@ class RunConfig:
         try:
             controller = controllers.build_controller(self.controller, self.controller_params, self.topo.names,
                                                       self.max_degree)
-            controller.check_run(self.trigger_s)
+            controller.check_run(self.context())
         except ConfigError as exc:
             raise InputError(str(exc)) from None
         if controller.needs_cluster() and (self.master or "").startswith("local"):
@@ -117,6 +119,15 @@ class RunConfig:
         if self.master:
             check_master(self.master)
         return self
+
+    def context(self, schedule: Any = None) -> RunContext:
+        """What the run tells its controller (Controller.bind): its settings, the workload's schedule (for the
+        oracle), the registered load predictor when one was loaded."""
+        predictor = self.predictor
+        return RunContext(trigger_s=self.trigger_s, slo_latency_s=self.slo_latency_s, slo_target=self.slo_target,
+                          max_degree=self.max_degree, schedule=schedule,
+                          predictor=None if predictor is None else predictor.predictor,
+                          predictor_warning="" if predictor is None else (predictor.warning or ""))
 
     def _check_host_scaling(self, controller) -> None:
         if self.host_provisioning_delay_s < 0:

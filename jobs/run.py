@@ -23,6 +23,8 @@ import yaml  # noqa: E402
 import controllers  # noqa: E402
 import controllers.policy  # noqa: E402
 from jobs.config import InputError, RunConfig, param_value  # noqa: E402
+from params.declare import flag  # noqa: E402
+from params.run import RUN_SETTINGS  # noqa: E402
 from workloads import catalogue_names  # noqa: E402
 
 EPILOG = """controllers:
@@ -59,21 +61,21 @@ def build_parser() -> argparse.ArgumentParser:
                         f"({', '.join(controllers.policy.catalogue_names())}) or the policy's text")
     c.add_argument("--champion", metavar="WORKLOAD_CLASS",
                    help="use the configuration promoted as champion for this workload class (MLflow registry)")
-    c.add_argument("--max-degree", type=int, default=8, help="largest degree of any operator (default 8)")
+    _setting(c, "max_degree")
+    c.add_argument("--describe", metavar="CONTROLLER", choices=sorted(controllers.registered()),
+                   help="print the controller's parameters (type, default, bounds, search range, meaning), its rules "
+                        "and the run settings, then exit")
     w = p.add_argument_group("workload")
     w.add_argument("--workload", help="catalogue name or YAML file (default: the --champion class, else step)")
     w.add_argument("--duration", type=float, help="override the workload's duration, seconds")
     w.add_argument("--seed", type=int, help="override the workload's seed")
     w.add_argument("--topology", default="default", help="'default', 'zero-cost' or a YAML file of operator costs")
     s = p.add_argument_group("service level and Spark")
-    s.add_argument("--slo-latency", type=float, default=5.0, help="latency bound in seconds (default 5)")
-    s.add_argument("--slo-target", type=float, default=0.95, help="fraction of events within the bound (default 0.95)")
+    for name in ("slo_latency_s", "slo_target"):
+        _setting(s, name)
     s.add_argument("--master", default=None, help="Spark master (default local[4]; under spark-submit: its --master)")
-    s.add_argument("--trigger", type=float, default=2.0, help="micro-batch trigger interval, seconds (default 2)")
-    s.add_argument("--source-partitions", type=int, default=2, help="read tasks per micro-batch (default 2)")
-    s.add_argument("--lead-in", type=float, default=1.0, help="seconds between query start and the first event")
-    s.add_argument("--drain-timeout", type=float, default=60.0,
-                   help="seconds to keep processing backlog after the schedule ends (default 60)")
+    for name in ("trigger_s", "source_partitions", "lead_in_s", "drain_timeout_s"):
+        _setting(s, name)
     k = p.add_argument_group("cluster (process and host levels)")
     k.add_argument("--host-scaling", action="store_true",
                    help="start a standalone worker when an executor target needs more cores than are free, stop "
@@ -93,6 +95,20 @@ def build_parser() -> argparse.ArgumentParser:
     # failure injection for tests; the environment variable reaches a job started by Airflow's SparkSubmitOperator
     r.add_argument("--fail-at-batch", type=int, default=_env_int("ELASTIC_FAIL_AT_BATCH"), help=argparse.SUPPRESS)
     return p
+
+
+def _setting(group, name: str) -> None:
+    """A run setting as a flag, with the default and meaning declared once in params.run."""
+    declared = RUN_SETTINGS[name]
+    group.add_argument(flag(name), dest=name, type=declared.kind, default=declared.default,
+                       help=f"{declared.doc} (default {declared.default:g})")
+
+
+def describe_run(controller: str) -> str:
+    """What `--describe CONTROLLER` prints: the controller's declarations and the run's settings."""
+    lines = [controllers.describe(controller), "", "run settings (python -m jobs.run flags):"]
+    lines += ["  " + spec.describe(flag(name)) for name, spec in RUN_SETTINGS.items()]
+    return "\n".join(lines)
 
 
 def _env_int(name: str) -> int | None:
@@ -170,12 +186,12 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(
         controller=name, controller_params=params, workload=args.workload or args.champion or "step",
         duration_s=args.duration,
-        seed=args.seed, slo_latency_s=args.slo_latency, slo_target=args.slo_target,
-        master=args.master or (None if _under_spark_submit() else "local[4]"), trigger_s=args.trigger,
+        seed=args.seed, slo_latency_s=args.slo_latency_s, slo_target=args.slo_target,
+        master=args.master or (None if _under_spark_submit() else "local[4]"), trigger_s=args.trigger_s,
         max_degree=args.max_degree, source_partitions=args.source_partitions, topology=args.topology,
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
-        summary_json=args.summary_json, lead_in_s=args.lead_in, drain_timeout_s=args.drain_timeout,
+        summary_json=args.summary_json, lead_in_s=args.lead_in_s, drain_timeout_s=args.drain_timeout_s,
         quiet=args.quiet, fail_at_batch=args.fail_at_batch, policy_source=policy_source,
         host_scaling=args.host_scaling, host_provisioning_delay_s=args.host_provisioning_delay,
         cluster_state=args.cluster_state,
@@ -188,6 +204,9 @@ def _under_spark_submit() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.describe:
+        print(describe_run(args.describe))
+        return 0
     try:
         config = config_from_args(args).validate()
     except InputError as exc:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
+from controllers.actuation import Outcome
+
 POLL_S = 0.25
 
 
@@ -182,6 +184,8 @@ class ExecutorActuator:
     driver's REST API. Scale-in removes the newest executors: on a grown cluster they sit on the hosts that were
     added last, so those hosts empty first and can be released."""
 
+    name = "executors"
+
     def __init__(self, sc):
         self.sc = sc
         self.jsc = sc._jsc.sc()
@@ -190,13 +194,16 @@ class ExecutorActuator:
         self._lock = threading.Lock()
         self._poller: threading.Thread | None = None
         self._closed = threading.Event()
+        self._outcomes: list[tuple[Outcome, Change]] = []
+        self.last_active: list[ExecutorView] = []  # as observed after the last batch
 
     def observe(self) -> list[ExecutorView]:
         """Read Spark's record now; returns the active executors, oldest first."""
         views = read_executors(self.sc)
         with self._lock:
             self.ledger.observe(views, time.time())
-            return self.ledger.active()
+            self.last_active = self.ledger.active()
+            return self.last_active
 
     def _request_total(self, n: int) -> None:
         empty = self.sc._jvm.PythonUtils.toScalaMap(self.sc._jvm.java.util.HashMap())
@@ -204,12 +211,44 @@ class ExecutorActuator:
             raise RuntimeError(f"Spark refused to set the executor target to {n} (is dynamic allocation on, or "
                                "the master local?)")
 
-    def set_total(self, n: int, batch_id: int = -1, record: bool = True) -> None:
+    # the actuator contract (controllers.actuation): a decision's executor count, applied and measured
+
+    def apply(self, record) -> Outcome | None:
+        """Apply the decision's executor count when it differs from the current target; the outcome takes effect
+        when Spark registered (scale-out) or removed (scale-in) the executors, as its status store records."""
+        if record.executors is None or record.executors == self.target:
+            return None
+        try:
+            change = self.set_total(record.executors, record.batch_id)
+        except RuntimeError as exc:
+            return Outcome(self.name, "failed", record.executors, record.time_s, note=str(exc)[:300])
+        outcome = Outcome(self.name, "applied", record.executors, record.time_s)
+        self._outcomes.append((outcome, change))
+        return outcome
+
+    def settle(self) -> None:
+        """Fill in when each change took effect (run time), now that the run is over."""
+        anchor = self.ledger.started_s or 0.0
+        for outcome, change in self._outcomes:
+            done = change.registered_s if change.direction == "out" else change.released_s
+            outcome.effective_s = None if done is None else done - anchor
+            outcome.measured = change.to_dict()
+            if not change.complete:
+                outcome.note = "incomplete: Spark did not register or remove every executor before the run ended"
+
+    def describe(self) -> dict[str, Any]:
+        return {"actuator": self.name, "available": True,
+                "how": "requestTotalExecutors / killExecutor (newest surplus first), measured from Spark's status "
+                       "store"}
+
+    def set_total(self, n: int, batch_id: int = -1, record: bool = True) -> Change | None:
         """Ask for n executors: raise the target, or lower it and kill the newest surplus executors now."""
         active = self.observe()
+        change = None
         with self._lock:
             if record:
-                self.ledger.decided(batch_id, time.time(), self.target if self.target is not None else len(active), n)
+                change = self.ledger.decided(batch_id, time.time(),
+                                             self.target if self.target is not None else len(active), n)
             self.target = n
         self._request_total(n)
         surplus = active[n:] if len(active) > n else []
@@ -219,6 +258,7 @@ class ExecutorActuator:
             self._request_total(n)  # each kill lowered the target by one: set it back to n
         if record:
             self._poll_while_pending()
+        return change
 
     def _poll_while_pending(self) -> None:
         """Watch at POLL_S while a change is pending, so a new executor's first task is seen when it happens,

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from controllers.actuation import Outcome
+
 
 @dataclass(frozen=True)
 class HostEvent:
@@ -31,16 +33,68 @@ class HostEvent:
 
 
 class HostActuator:
-    """Grows and shrinks a StandaloneCluster (deploy/spark_cluster.py) for one run."""
+    """Grows and shrinks a StandaloneCluster (deploy/spark_cluster.py) for one run.
 
-    def __init__(self, cluster, provisioning_delay_s: float = 0.0, log: Callable[[str], None] = print):
+    As an actuator (controllers.actuation) it follows the decisions' executor counts: placed before the executor
+    actuator in the loop, it reads the free cores before the executors are requested (the master may hand free
+    cores to them at once) and starts the workers that are missing; once the executors are at their target and
+    no change is pending, it stops the workers this run added that sit idle."""
+
+    name = "hosts"
+
+    def __init__(self, cluster, provisioning_delay_s: float = 0.0, log: Callable[[str], None] = print,
+                 executors=None):
         self.cluster = cluster
         self.provisioning_delay_s = provisioning_delay_s
         self.log = log
+        self.executors = executors  # the ExecutorActuator whose targets this follows
         self.added: list[str] = []
         self.events: list[HostEvent] = []
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._outcomes: list[tuple[Outcome, float]] = []  # (outcome, when requested: epoch seconds)
+        self.anchor_s = 0.0  # epoch seconds of run time 0, to report run times
+
+    def apply(self, record) -> Outcome | None:
+        target, executors = record.executors, self.executors
+        if target is None or executors is None:
+            return None
+        active = executors.last_active
+        if target != executors.target:
+            if target <= len(active):
+                return None
+            requested = time.time()
+            workers = self.grow_for(target - len(active), self.cluster.free_cores())
+            if not workers:
+                return None
+            outcome = Outcome(self.name, "applied", {"add_workers": workers}, record.time_s,
+                              note=f"after --host-provisioning-delay {self.provisioning_delay_s:g} s")
+            self._outcomes.append((outcome, requested))
+            return outcome
+        if self.added and len(active) <= target and not executors.ledger.pending():
+            released = self.release_idle()
+            if released:
+                outcome = Outcome(self.name, "applied", {"remove_workers": released}, record.time_s,
+                                  effective_s=time.time() - self.anchor_s)
+                return outcome
+        return None
+
+    def settle(self) -> None:
+        """Fill in when the workers asked for joined the cluster (ALIVE at the master)."""
+        for outcome, requested in self._outcomes:
+            joined = [e for e in self.events if e.action == "added" and e.requested_s == requested]
+            failed = [e for e in self.events if e.action == "add-failed" and e.requested_s == requested]
+            if joined:
+                outcome.effective_s = max(e.done_s for e in joined) - self.anchor_s
+                outcome.measured = {"workers": [e.worker for e in joined]}
+            if failed:
+                outcome.status = "failed" if not joined else outcome.status
+                outcome.note = "; ".join(e.error or "" for e in failed)[:300]
+
+    def describe(self) -> dict[str, Any]:
+        return {"actuator": self.name, "available": True,
+                "how": f"start/stop standalone workers ({self.cluster.worker_cores} core(s) each) after a "
+                       f"provisioning delay of {self.provisioning_delay_s:g} s"}
 
     def grow_for(self, cores_needed: int, free_cores: int | None = None) -> int:
         """Start enough workers (in the background) for `cores_needed` more cores than are free or already on

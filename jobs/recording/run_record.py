@@ -1,0 +1,151 @@
+"""What one experiment run records in MLflow, in one place: the run's identity and settings when it opens, and at
+its end the summary, the per-batch table, the record of decisions and the timeline.
+
+The record of decisions (decisions.jsonl) is written once, after the actuators have settled: every decision with
+the controller's reason and details, what it asked, what was accepted and what each actuator did and when that
+took effect. actuators.json says which actuators the run had on its backend, and why any was unavailable.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+import controllers
+from controllers.base import Controller
+from controllers.loop import DecisionRecord
+from jobs.config import RunConfig
+from jobs.recording.plots import timeline_png
+from jobs.recording.recorder import RunRecorder, default_tracking_uri, flatten
+from jobs.recording.summary import summarise
+from jobs.sink_check import verify_output
+from jobs.spark_session import spark_settings
+from workloads import Schedule
+from workloads.plots import workload_png
+
+
+def open_run(config: RunConfig, controller: Controller, log: Callable[[str], None]) -> RunRecorder:
+    """The MLflow run, tagged so runs can be found by controller, workload, seed and configuration."""
+    spec = config.spec
+    run_name = config.run_name or f"{config.controller}-{spec.name}-seed{spec.seed}"
+    tracking_uri = config.tracking_uri or default_tracking_uri()
+    predictor_tags = config.predictor.tags if config.predictor is not None else controller.run_tags()
+    recorder = RunRecorder(
+        tracking_uri, config.experiment, run_name,
+        tags={"controller": config.controller, "workload": spec.name, "seed": str(spec.seed),
+              "config": controllers.config_label(config.controller, config.controller_params),
+              "config_id": controllers.config_id(config.controller, config.controller_params), **predictor_tags,
+              **config.tags},
+        parent_run_id=config.parent_run_id,
+    )
+    log(f"MLflow run {recorder.run_id} ({run_name}) in experiment {config.experiment!r} at {tracking_uri}")
+    return recorder
+
+
+def record_configuration(recorder: RunRecorder, config: RunConfig, controller: Controller, schedule: Schedule,
+                         controller_settings: dict[str, str], artifacts: Path) -> None:
+    """Everything the run was asked to do, before it starts: parameters, workload, topology, Spark settings."""
+    spec, topology = config.spec, config.topo
+    recorder.log_params({
+        **flatten("controller", {"name": config.controller, **controller.params}),
+        **flatten("workload", spec.to_dict()),
+        **flatten("topology", {op.name: {"kind": op.kind, "cpu_us": op.cpu_us, "wait_us": op.wait_us}
+                               for op in topology.operators}),
+        "topology.window_s": topology.window_s, "topology.payload_format": topology.payload_format,
+        "slo.latency_s": config.slo_latency_s, "slo.target": config.slo_target,
+        "trigger_s": config.trigger_s, "max_degree": config.max_degree,
+        "source_partitions": config.source_partitions, "spark.master": config.master or "(spark-submit)",
+        **{f"spark.conf.{k}": v for k, v in spark_settings(config, controller_settings).items()},
+        "host_scaling": config.host_scaling, "host_provisioning_delay_s": config.host_provisioning_delay_s,
+        **controller.run_params(),
+    })
+    recorder.log_dict({"controller": config.controller, "params": controller.params}, "config/controller.json")
+    recorder.log_dict(spec.to_dict(), "config/workload.json")
+    recorder.log_dict(schedule.summary(), "config/workload_summary.json")
+    recorder.log_params({"workload.total_events": schedule.total_events,
+                         "workload.sha256": hashlib.sha256(spec.to_json().encode()).hexdigest()})
+    recorder.log_dict(topology.to_dict(), "config/topology.json")
+    for name, content in controller.run_artifacts().items():
+        if isinstance(content, str):
+            recorder.log_text(content, name)
+        else:
+            recorder.log_dict(content, name)
+    recorder.log_artifact(workload_png(schedule, artifacts / "workload.png"))
+
+
+def batch_table(rows: list[dict[str, Any]], progress: dict[int, dict[str, Any]]) -> pd.DataFrame:
+    """The per-batch table: the batch function's rows joined with Spark's progress events (the listener's)."""
+    batches = pd.DataFrame(rows)
+    if len(batches):
+        if progress:
+            extra = pd.DataFrame([{"spark_batch_id": b, **v} for b, v in progress.items()])
+            batches = batches.merge(extra, on="spark_batch_id", how="left")
+        starts = batches["start_s"].to_numpy()
+        batches["interval_in_force_s"] = np.append(np.diff(starts), batches["batch_duration_s"].iloc[-1])
+    return batches
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    with open(path, "w") as fh:
+        for record in records:
+            fh.write(json.dumps(record, default=str) + "\n")
+
+
+def write_decisions(artifacts: Path, log: list[DecisionRecord], actuators: list[dict[str, Any]]) -> list[str]:
+    """The record of decisions and of the run's actuators; returns the artifact names written."""
+    write_jsonl(artifacts / "decisions.jsonl", [record.to_dict() for record in log])
+    (artifacts / "actuators.json").write_text(json.dumps(actuators, indent=2, default=str))
+    return ["decisions.jsonl", "actuators.json"]
+
+
+def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Schedule, progress: dict,
+               output: Path, drained: bool, cores: int, actuators, log: Callable[[str], None]) -> dict[str, Any]:
+    """Summarise the run, write its artifacts and end it FINISHED; returns the summary."""
+    batches = batch_table(list(processor.rows), progress)
+    events_out, lost, duplicated = verify_output(output / "sink", processor.committed)
+    shutil.rmtree(output / "warm-up", ignore_errors=True)
+    # the span in which the degrees were in force: first batch start to last batch end
+    wall_s = float(batches["time_s"].iloc[-1] - batches["start_s"].iloc[0]) if len(batches) else 0.0
+    decisions = processor.loop.log
+    summary = summarise(
+        batches, decisions, processor.histogram, operators=processor.ops,
+        total_scheduled=schedule.total_events, within_slo=processor.within_slo,
+        slo_latency_s=config.slo_latency_s, slo_target=config.slo_target, executor_cores=cores,
+        wall_s=wall_s, records_out=events_out, lost=lost, duplicated=duplicated,
+    )
+    summary["drained"] = float(drained)
+    summary.update(actuators.summary())
+    errors = recorder.flush()
+    summary["metric_logging_errors"] = len(errors)
+    recorder.log_summary(summary)
+
+    artifacts = output / "artifacts"
+    artifacts.mkdir(exist_ok=True, parents=True)
+    batches.to_parquet(artifacts / "batches.parquet", index=False)
+    logged = ["batches.parquet", "timeline.png", "summary.json"]
+    logged += write_decisions(artifacts, decisions, actuators.describe())
+    if actuators.executors is not None:  # the executors as Spark recorded them
+        write_jsonl(artifacts / "executors.jsonl", [v.__dict__ for v in actuators.executors.ledger.views.values()])
+        logged.append("executors.jsonl")
+    title = f"{config.controller} on {schedule.spec.name} (seed {schedule.spec.seed})"
+    timeline_png(batches, schedule.rate_per_second(), processor.ops, config.slo_latency_s, title,
+                 artifacts / "timeline.png")
+    result = {"run_id": recorder.run_id, "run_name": recorder.client.get_run(recorder.run_id).info.run_name,
+              "controller": config.controller, "workload": schedule.spec.name, "seed": schedule.spec.seed,
+              "experiment_id": recorder.experiment_id, "tracking_uri": recorder.tracking_uri,
+              "artifact_uri": recorder.artifact_uri, "status": "FINISHED", **summary}
+    (artifacts / "summary.json").write_text(json.dumps(result, indent=2))
+    for name in logged:
+        recorder.log_artifact(artifacts / name)
+    if errors:
+        log(f"warning: {len(errors)} per-batch metric writes failed, first: {errors[0]}")
+    recorder.finish()
+    if config.summary_json:
+        Path(config.summary_json).parent.mkdir(parents=True, exist_ok=True)
+        Path(config.summary_json).write_text(json.dumps(result, indent=2))
+    return result
