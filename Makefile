@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test bench mlflow-ui airflow airflow-stop clean
+.PHONY: setup demo test bench reproduce mlflow-ui airflow airflow-stop clean
 
 $(STAMP): requirements.txt constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ bench: setup  ## run the benchmarks (docs/benchmarks.md); never together with an
 	$(BIN)/python -m benchmarks.foundation
 	$(BIN)/python -m benchmarks.dag_parse
 	$(BIN)/python -m benchmarks.multilevel
+
+reproduce: setup  ## run what docs/reproduction.md and docs/seep.md lack in the MLflow store (FORCE=1: all; ~3.4 h on 2 cores), write both
+	$(BIN)/python -m studies.reproduction --run $(if $(FORCE),all,missing); status=$$?; \
+	$(BIN)/python -m studies.seep_timings $(if $(FORCE),--run,--run-missing) && exit $$status
 
 mlflow-ui: setup  ## MLflow UI on the embedded store: http://127.0.0.1:5000
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/.local/mlflow.db --host 127.0.0.1 --port 5000

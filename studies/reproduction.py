@@ -1,10 +1,16 @@
 """The reproduction page: each seed paper's headline claim next to what this pipeline measured on Spark for it.
 
-    python -m studies.reproduction --run autoscale-baselines     # run a claim's suite (sequentially), then the page
+    make reproduce                                               # run every claim not in the store yet, write the page
+    python -m studies.reproduction --run missing                 # the same without make (--run all: every claim again)
+    python -m studies.reproduction --plan                        # what --run missing would run, and how long it takes
+    python -m studies.reproduction --run autoscale-baselines     # run one claim's suite (sequentially), then the page
     python -m studies.reproduction --out docs/reproduction.md    # regenerate the page from MLflow only
 
-The page is generated from MLflow, never typed: a claim's measurement comes from the latest finished parent run
-tagged `claim=<id>` (kind=reproduction). A claim whose controller does not exist yet says which issue brings it.
+The page is generated from the MLflow store, never typed and never carried over from an earlier page: a claim's
+measurement comes from the latest finished parent run tagged `claim=<id>` (kind=reproduction); a claim with no such
+suite in the store says it was not run, and the command that runs it. A claim whose controller does not exist yet
+says which issue brings it. Every suite's parent run records the machine it ran on (studies/provenance.py); the page
+says when and where its figures were measured.
 """
 from __future__ import annotations
 
@@ -22,6 +28,9 @@ import controllers
 from analysis.runs import load_runs, with_cost_to_oracle
 from analysis.suite import SuiteRequest, open_parent, run_suite, timestamped
 from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
+from studies.provenance import (RUN_OVERHEAD_S, SuiteProvenance, date_span, day, machine_tags, measured_on,
+                                minutes, suite_provenance)
+from workloads import load_workload
 
 CONF_MIN = "static:degree=1"
 CONF_EXPT = "static:degree=1,degrees={enrich: 3}"  # the catalogue's autoscale-paper peak is sized for this
@@ -70,6 +79,8 @@ class Claim:
     slo_latency_s: float = 5.0
     # run on a Spark standalone cluster of this many 1-core workers started for the suite (0: the --master given)
     cluster_workers: int = 0
+    # made ready in the store before the suite runs (e.g. the registry's champion load predictor): (uri, experiment)
+    prepare: Callable[[str, str], None] | None = None
 
     def missing(self) -> list[str]:
         """What the claim still lacks before its suite can run: controllers, or the measurement itself."""
@@ -209,6 +220,27 @@ def _with_decisions(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
     return runs.assign(decisions=logs)
 
 
+def _champion_predictor(tracking_uri: str, experiment: str) -> None:
+    """The learned-predictor claim measures the registry's champion load predictor: train and register one first when
+    the store has none (without it AUTOSCALE would fall back to the paper's predictor and the claim would measure
+    that)."""
+    import subprocess
+
+    from mlflow.exceptions import MlflowException
+
+    from analysis.load_predictors import CHAMPION_ALIAS, REGISTERED_MODEL
+    from jobs.recording.recorder import REPO_ROOT
+
+    try:
+        MlflowClient(tracking_uri).get_model_version_by_alias(REGISTERED_MODEL, CHAMPION_ALIAS)
+        return
+    except MlflowException:
+        pass
+    print(f"no {REGISTERED_MODEL}@{CHAMPION_ALIAS} in the registry: training the load predictors first", flush=True)
+    subprocess.run([sys.executable, "-m", "analysis.load_predictors", "--tracking-uri", tracking_uri,
+                    "--runs-experiment", experiment], cwd=REPO_ROOT, check=True)
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("autoscale-baselines", "AUTOSCALE (Kotto-Kombi et al., EGC 2017; digest_001 §5)",
           "With one task per operator (ConfMin) the topology congests at the peak; the expert configuration "
@@ -223,7 +255,7 @@ CLAIMS: tuple[Claim, ...] = (
           "The same experiment with the best registered regression predictor instead of the paper's.",
           "autoscale-paper", (LEARNED_FROM_MIN, LEARNED_FROM_EXPT), ("autoscale",),
           "issue #6 (preventive controller)", lambda runs: _preventive(runs, LEARNED_FROM_MIN, LEARNED_FROM_EXPT),
-          reuse=(STATIC_BASELINES,)),
+          reuse=(STATIC_BASELINES,), prepare=_champion_predictor),
     Claim("seep-t1-t6", "SEEP scaling policies (Rouaux 2014; digest_002 §5.1 T1-T6)",
           "T1: queue passes 300 at about 60 s; the operator scales 1 -> 2 at about 90-92 s; no second action "
           "(and T2-T6).", "seep-constant", (), ("seep-policy",), "issue #7 (policy language, T1-T6)", None,
@@ -259,18 +291,77 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
-def latest_suite(tracking_uri: str, experiment: str, claim: Claim) -> tuple[str | None, pd.DataFrame]:
+# What `make reproduce` costs: each Spark run takes its workload's duration plus RUN_OVERHEAD_S (studies/provenance.py,
+# where it was measured), and these:
+CALIBRATION_S = 30.0 + RUN_OVERHEAD_S  # the oracle's cost calibration: one 30 s ramp on the suite's master
+CLUSTER_S = 30.0  # starting and stopping the two-worker standalone cluster
+PREPARE_S = 300.0  # a claim's preparation, e.g. training the load predictors when the registry has no champion
+
+
+def spark_runs(claim: Claim) -> int:
+    return len(claim.variants) * len(claim.seeds)
+
+
+def estimate_s(claim: Claim) -> float:
+    """How long `--run CLAIM` takes from an empty store (its reused variants are another claim's runs)."""
+    duration = load_workload(claim.workload).duration_s
+    total = spark_runs(claim) * (duration + RUN_OVERHEAD_S)
+    total += CALIBRATION_S if CALIBRATED_ORACLE in claim.variants else 0.0
+    total += CLUSTER_S if claim.cluster_workers else 0.0
+    return total + (PREPARE_S if claim.prepare is not None else 0.0)
+
+
+def runnable(claim: Claim) -> bool:
+    """A claim `make reproduce` runs: measured on this page, with its controllers and measurement in place."""
+    return claim.elsewhere is None and not claim.missing()
+
+
+def _parents(tracking_uri: str, experiment: str, filter_string: str, max_results: int = 50) -> list:
     client = MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:
+        return []
+    return client.search_runs([found.experiment_id], order_by=["attributes.start_time DESC"],
+                              max_results=max_results, filter_string=filter_string)
+
+
+def _latest_finished(tracking_uri: str, experiment: str, claim: Claim) -> str | None:
+    parents = _parents(tracking_uri, experiment, f"tags.kind = 'reproduction' and tags.claim = '{claim.id}' "
+                                                 "and attributes.status = 'FINISHED'", max_results=1)
+    return parents[0].info.run_id if parents else None
+
+
+def latest_suite(tracking_uri: str, experiment: str, claim: Claim) -> tuple[str | None, pd.DataFrame]:
+    parent = _latest_finished(tracking_uri, experiment, claim)
+    if parent is None:
         return None, pd.DataFrame()
-    parents = client.search_runs([found.experiment_id], order_by=["attributes.start_time DESC"], max_results=1,
-                                 filter_string=f"tags.kind = 'reproduction' and tags.claim = '{claim.id}' "
-                                               "and attributes.status = 'FINISHED'")
-    if not parents:
-        return None, pd.DataFrame()
-    parent = parents[0].info.run_id
     return parent, load_runs(tracking_uri, parent_run_id=parent)
+
+
+def measured_suite(tracking_uri: str, experiment: str, claim: Claim) -> tuple[str | None, pd.DataFrame]:
+    """The suite a claim's row is measured from: its own latest finished suite or, for a claim whose variants are
+    all run by other claims' suites (the static baselines), the latest of those that has them all."""
+    parent, runs = latest_suite(tracking_uri, experiment, claim)
+    if parent is None and len(claim.reuse) == 1 and set(claim.variants) <= set(claim.reuse[0].variants):
+        parent, runs = reused_runs(tracking_uri, experiment, claim.reuse[0])
+    return parent, runs
+
+
+def claims_to_run(tracking_uri: str, experiment: str, force: bool = False) -> list[Claim]:
+    """What `make reproduce` runs, in page order (a claim that reuses another's runs comes after it): every runnable
+    claim with `force`, else those with no finished suite in the store."""
+    return [c for c in CLAIMS if runnable(c)
+            and (force or measured_suite(tracking_uri, experiment, c)[0] is None)]
+
+
+def _last_attempt(tracking_uri: str, experiment: str, claim: Claim) -> str:
+    """' (the last attempt, suite `abcd1234` of 2026-11-25, did not finish: FAILED)' when a suite was started but
+    did not finish; '' when none was."""
+    parents = _parents(tracking_uri, experiment, f"tags.kind = 'reproduction' and tags.claim = '{claim.id}'", 1)
+    if not parents:
+        return ""
+    info = parents[0].info
+    return f" (the last attempt, suite `{info.run_id[:8]}` of {day(info.start_time)}, did not finish: {info.status})"
 
 
 def claim_timelines(tracking_uri: str, claim: Claim, runs: pd.DataFrame, figures_dir: Path) -> Path | None:
@@ -305,12 +396,8 @@ def claim_timelines(tracking_uri: str, claim: Claim, runs: pd.DataFrame, figures
 
 def reused_runs(tracking_uri: str, experiment: str, reuse: Reuse) -> tuple[str | None, pd.DataFrame]:
     """The runs of `reuse.variants` from the latest finished suite of `reuse.from_claims` that has them all."""
-    client = MlflowClient(tracking_uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
-        return None, pd.DataFrame()
-    for parent in client.search_runs([found.experiment_id], order_by=["attributes.start_time DESC"], max_results=50,
-                                     filter_string="tags.kind = 'reproduction' and attributes.status = 'FINISHED'"):
+    for parent in _parents(tracking_uri, experiment,
+                           "tags.kind = 'reproduction' and attributes.status = 'FINISHED'"):
         if parent.data.tags.get("claim") not in reuse.from_claims:
             continue
         runs = load_runs(tracking_uri, parent_run_id=parent.info.run_id)
@@ -320,9 +407,11 @@ def reused_runs(tracking_uri: str, experiment: str, reuse: Reuse) -> tuple[str |
     return None, pd.DataFrame()
 
 
-def _with_reused(tracking_uri: str, experiment: str, claim: Claim, runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The claim's own runs plus the reused ones it does not have, costs re-related to this suite's oracle."""
-    notes = []
+def _with_reused(tracking_uri: str, experiment: str, claim: Claim, runs: pd.DataFrame
+                 ) -> tuple[pd.DataFrame, str, list[str]]:
+    """The claim's own runs plus the reused ones it does not have, costs re-related to this suite's oracle; a note
+    for the page and the reused suites' parent runs."""
+    notes, parents = [], []
     for reuse in claim.reuse:
         if set(reuse.variants) <= set(runs.get("variant", ())):
             continue  # the suite ran them itself
@@ -330,9 +419,10 @@ def _with_reused(tracking_uri: str, experiment: str, claim: Claim, runs: pd.Data
         if parent is not None:
             runs = pd.concat([reused, runs], ignore_index=True)
             notes.append(f"{', '.join(_short(v) for v in reuse.variants)} from `{parent[:8]}`")
+            parents.append(parent)
     if notes and "cost_to_oracle" in runs.columns:
         runs = with_cost_to_oracle(runs.drop(columns=["cost_to_oracle", "oracle_infeasible"]))
-    return runs, "".join(f"; {n}" for n in notes)
+    return runs, "".join(f"; {n}" for n in notes), parents
 
 
 def _short(variant: str) -> str:
@@ -340,65 +430,102 @@ def _short(variant: str) -> str:
             AUTOSCALE_FROM_EXPT: "AUTOSCALE from ConfExpt"}.get(variant, variant)
 
 
-def previous_rows(text: str) -> dict[str, list[str]]:
-    """The measured cells of a page written before: claim id -> [measured, verdict, suite]."""
-    rows = {}
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
-        if line.startswith("| ") and len(cells) == 6 and cells[0] not in ("claim", "---"):
-            rows[cells[0]] = cells[3:]
-    return rows
+def plan_lines(tracking_uri: str, experiment: str) -> tuple[list[str], float, int]:
+    """Markdown bullets: what `make reproduce FORCE=1` runs per claim, its estimate and, when the store has the
+    claim's suite, what that suite took; with the total estimate (seconds) and number of Spark runs."""
+    client = MlflowClient(tracking_uri)
+    lines, total, runs = [], 0.0, 0
+    for claim in (c for c in CLAIMS if runnable(c)):
+        estimate = estimate_s(claim)
+        total, runs = total + estimate, runs + spark_runs(claim)
+        extras = [what for what, needed in (("the oracle's calibration run", CALIBRATED_ORACLE in claim.variants),
+                                             ("a 2-worker standalone cluster", claim.cluster_workers),
+                                             ("the load predictors' training if the registry has no champion",
+                                              claim.prepare is not None)) if needed]
+        took = ""
+        parent = _latest_finished(tracking_uri, experiment, claim)
+        if parent is not None:
+            wall = suite_provenance(client, parent).wall_s
+            took = f"; in this store, suite `{parent[:8]}` took {minutes(wall)}" if wall else ""
+        lines.append(f"- `{claim.id}`: {len(claim.variants)} variant(s) x seeds "
+                     f"{', '.join(map(str, claim.seeds))} on {claim.workload} "
+                     f"({load_workload(claim.workload).duration_s:g} s) = {spark_runs(claim)} Spark runs"
+                     f"{''.join(f' + {e}' for e in extras)}: about {minutes(estimate)}{took}")
+    return lines, total, runs
 
 
-def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None, previous: str | None = None) -> str:
-    """The page from MLflow. A claim whose suite is not in this store keeps its row from `previous` (the page as it
-    was), marked as carried over: an MLflow store is per machine, the page is the project's record."""
-    earlier = previous_rows(previous or "")
-    lines = ["# Reproduction: the seed papers' claims, measured on Spark", "",
-             f"Generated by `python -m studies.reproduction` from MLflow ({time.strftime('%Y-%m-%d')}); do not edit "
-             "by hand. Each row is the latest finished suite tagged with the claim; rerun a claim with "
-             "`python -m studies.reproduction --run <claim>`.", "",
-             "| claim | paper | what the paper says | measured on Spark (this pipeline) | verdict | suite |",
-             "|---|---|---|---|---|---|"]
+def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None) -> str:
+    """The page from the MLflow store alone: a claim with no finished suite there says it was not run and how to run
+    it (a figure left from an earlier page is removed, not shown)."""
+    from studies import seep_timings
+
+    client = MlflowClient(tracking_uri)
+    rows: list[str] = []
     figures: list[str] = []
+    sources: dict[str, list[SuiteProvenance]] = {}
     for claim in CLAIMS:
         if claim.elsewhere is not None:
-            lines.append(f"| {claim.id} | {claim.paper} | {claim.claim} | measured on its own page: "
-                         f"[{claim.elsewhere}]({claim.elsewhere}) (the thesis' setting, the micro-batch plant and "
-                         f"Spark) | see page | – |")
+            rows.append(f"| {claim.id} | {claim.paper} | {claim.claim} | measured on its own page: "
+                        f"[{claim.elsewhere}]({claim.elsewhere}) (the thesis' setting, the micro-batch plant and "
+                        f"Spark) | see page | – |")
             continue
         missing = claim.missing()
-        parent, runs = (None, pd.DataFrame()) if missing else latest_suite(tracking_uri, experiment, claim)
-        if parent is None and not missing and len(claim.reuse) == 1 and set(claim.variants) <= set(
-                claim.reuse[0].variants):
-            parent, runs = reused_runs(tracking_uri, experiment, claim.reuse[0])  # measured entirely elsewhere
+        parent, runs = (None, pd.DataFrame()) if missing else measured_suite(tracking_uri, experiment, claim)
         if missing:
             measured = f"not measurable yet: needs {' and '.join(missing)}, from {claim.brought_by}"
             verdict, suite = "–", "–"
-        elif parent is None and earlier.get(claim.id, ["", "–"])[1] not in ("–", "see page"):
-            measured, verdict, suite = earlier[claim.id]
-            if "carried over" not in suite:
-                suite += " — carried over from the previous page: not in this MLflow store"
-            png = figures_dir / f"{claim.id}.png" if figures_dir is not None else None
-            if png is not None and png.exists():
-                figures.append(f"### {claim.id}\n\n![{claim.id} timelines]({figures_dir.name}/{png.name})\n")
         elif parent is None:
-            measured, verdict, suite = "not run yet", "–", "–"
+            measured = (f"not run in this MLflow store{_last_attempt(tracking_uri, experiment, claim)}: "
+                        f"`make reproduce` runs it, or `python -m studies.reproduction --run {claim.id}` "
+                        f"({spark_runs(claim)} Spark runs, about {minutes(estimate_s(claim))})")
+            verdict, suite = "not run", "–"
         else:
-            runs, baseline_note = _with_reused(tracking_uri, experiment, claim, runs)
+            runs, baseline_note, reused = _with_reused(tracking_uri, experiment, claim, runs)
             if claim.needs_decisions:
                 runs = _with_decisions(tracking_uri, runs)
             m = claim.measure(runs)
             measured, verdict = m.text, m.verdict
-            suite = (f"`{parent[:8]}`{baseline_note}: {claim.workload}, {len(runs)} runs, seeds "
+            own = suite_provenance(client, parent)
+            sources[claim.id] = [own, *(suite_provenance(client, r) for r in reused)]
+            took = f", {minutes(own.wall_s)}" if own.wall_s else ""
+            suite = (f"`{parent[:8]}` ({own.date}{took}){baseline_note}: {claim.workload}, {len(runs)} runs, seeds "
                      f"{', '.join(str(s) for s in sorted(set(runs['seed'].dropna().astype(int))))}")
-        lines.append(f"| {claim.id} | {claim.paper} | {claim.claim} | {measured} | {verdict} | {suite} |")
-        if figures_dir is not None and parent is not None and not missing:
-            png = claim_timelines(tracking_uri, claim, runs, figures_dir)
-            if png is not None:
-                figures.append(f"### {claim.id}\n\n![{claim.id} timelines]({figures_dir.name}/{png.name})\n")
+        rows.append(f"| {claim.id} | {claim.paper} | {claim.claim} | {measured} | {verdict} | {suite} |")
+        if figures_dir is None:
+            continue
+        png = claim_timelines(tracking_uri, claim, runs, figures_dir) if parent is not None and not missing else None
+        if png is not None:
+            figures.append(f"### {claim.id}\n\n![{claim.id} timelines]({figures_dir.name}/{png.name})\n")
+        else:
+            (figures_dir / f"{claim.id}.png").unlink(missing_ok=True)  # an earlier page's figure: not this store's
+    plan, total_s, total_runs = plan_lines(tracking_uri, experiment)
+    seep_s = seep_timings.estimate_s()
+    machines = measured_on(sources)
+    lines = ["# Reproduction: the seed papers' claims, measured on Spark", "",
+             f"Generated by `make reproduce` (`python -m studies.reproduction`, {time.strftime('%Y-%m-%d')}) from the "
+             "MLflow store alone; do not edit by hand. Each row is the latest finished suite tagged with the claim in "
+             "the store; a claim the store does not have says so (nothing is carried over from an earlier page).", "",
+             f"**Regenerate**: `make reproduce` runs, one suite after another, every claim below that is not in the "
+             f"MLflow store yet (`make reproduce FORCE=1`: every claim again), then writes this page and "
+             f"[seep.md](seep.md). From an empty store that is {total_runs} Spark runs here and "
+             f"{seep_timings.SPARK_RUNS} for seep.md: about {minutes(total_s + seep_s)} on a 2-core machine "
+             f"({minutes(total_s)} + {minutes(seep_s)}; the estimate is computed below). "
+             "`python -m studies.reproduction --run <claim>` runs one claim, `--plan` lists what would run.", "",
+             (f"**Measured** {date_span(sources)} (UTC dates of the suites' runs), on:" if machines
+              else "**Measured**: no claim has a suite in this MLflow store yet."),
+             *([""] + machines if machines else []), "",
+             "| claim | paper | what the paper says | measured on Spark (this pipeline) | verdict | suite |",
+             "|---|---|---|---|---|---|", *rows]
     if figures:
         lines += ["", "## Timelines (first seed of each variant)", "", *figures]
+    lines += ["", "## What `make reproduce` runs, and how long it takes", "",
+              f"Each Spark run takes its workload's duration plus about {RUN_OVERHEAD_S:.0f} s (a fresh process, "
+              "Spark's start, the warm-up batch, draining the backlog left at the end, recording, stop; measured on "
+              "a 2-core machine shared with other jobs, so a quiet machine is faster: the demo's runs take about "
+              "40 s more than their workload). Claims run in this order (a claim reuses the runs of one above it "
+              "where its variants do not depend on the controller under test):", "", *plan, "",
+              f"Total from an empty store: {total_runs} Spark runs, about {minutes(total_s)}; with seep.md's "
+              f"{seep_timings.SPARK_RUNS} runs (about {minutes(seep_s)}) about {minutes(total_s + seep_s)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -419,8 +546,10 @@ def run_claim(claim: Claim, tracking_uri: str, experiment: str, master: str, onl
     if unknown:
         raise SystemExit(f"claim {claim.id} has no variant(s) {', '.join(unknown)}; its variants: "
                          f"{', '.join(claim.variants)}")
+    if claim.prepare is not None:
+        claim.prepare(tracking_uri, experiment)
     parent = open_parent(tracking_uri, experiment, timestamped(f"reproduce-{claim.id}"),
-                         {"kind": "reproduction", "claim": claim.id, "workload": claim.workload},
+                         {"kind": "reproduction", "claim": claim.id, "workload": claim.workload, **machine_tags()},
                          {"claim": claim.claim, "variants": " | ".join(claim.variants),
                           "seeds": ",".join(map(str, claim.seeds))})
     cluster = None
@@ -449,9 +578,13 @@ def run_claim(claim: Claim, tracking_uri: str, experiment: str, master: str, onl
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m studies.reproduction", description=__doc__.split("\n\n")[0])
     p.add_argument("--run", action="append", default=[], metavar="CLAIM",
-                   help=f"run this claim's suite first (one of: {', '.join(c.id for c in CLAIMS)}, or 'available')")
+                   help="run this claim's suite first (repeatable): one of "
+                        f"{', '.join(c.id for c in CLAIMS if runnable(c))}; or 'missing' (every claim not in the "
+                        "store yet, as `make reproduce`), or 'all' (every claim again; 'available' is the same)")
     p.add_argument("--variant", action="append", default=[], metavar="VARIANT",
                    help="with one --run: run only this variant of the claim (repeatable); the others are reused")
+    p.add_argument("--plan", action="store_true",
+                   help="print what --run missing (or the --run given) would run and how long it takes; run nothing")
     p.add_argument("--out", type=Path, default=Path("docs/reproduction.md"))
     p.add_argument("--tracking-uri", default=None)
     p.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
@@ -459,23 +592,50 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     uri = args.tracking_uri or default_tracking_uri()
     by_id = {c.id: c for c in CLAIMS}
-    wanted = [c.id for c in CLAIMS if not c.missing()] if args.run == ["available"] else args.run
+    keyword = args.run[0] if len(args.run) == 1 and args.run[0] in ("missing", "all", "available") else None
+    if keyword is not None or (args.plan and not args.run):
+        wanted = [c.id for c in claims_to_run(uri, args.experiment, force=keyword in ("all", "available"))]
+    else:
+        wanted = args.run
     unknown = [w for w in wanted if w not in by_id]
     if unknown:
         print(f"error: unknown claim(s) {', '.join(unknown)}; known: {', '.join(by_id)}", file=sys.stderr)
         return 2
-    if args.variant and len(wanted) != 1:
+    if args.variant and (len(wanted) != 1 or keyword is not None):
         print("error: --variant needs exactly one --run CLAIM", file=sys.stderr)
         return 2
-    for claim_id in wanted:
-        parent = run_claim(by_id[claim_id], uri, args.experiment, args.master, tuple(args.variant))
-        print(f"claim {claim_id}: parent run {parent}")
-    text = page(uri, args.experiment, figures_dir=args.out.parent / "reproduction",
-                previous=args.out.read_text() if args.out.exists() else None)
+    if args.plan:
+        total = sum(estimate_s(by_id[w]) for w in wanted)
+        for w in wanted:
+            print(f"{w}: {spark_runs(by_id[w])} Spark runs, about {minutes(estimate_s(by_id[w]))}")
+        print(f"{len(wanted)} claim(s) to run in {uri}: about {minutes(total)}" if wanted
+              else f"nothing to run: every claim is in {uri}")
+        return 0
+    failed = []
+    for i, claim_id in enumerate(wanted):
+        print(f"\n##### claim {claim_id} ({i + 1}/{len(wanted)}): {spark_runs(by_id[claim_id])} Spark runs, about "
+              f"{minutes(estimate_s(by_id[claim_id]))}", flush=True)
+        try:
+            parent = run_claim(by_id[claim_id], uri, args.experiment, args.master, tuple(args.variant))
+        except Exception as exc:  # noqa: BLE001 - with several claims, one that fails does not stop the others
+            if len(wanted) == 1:
+                raise
+            print(f"claim {claim_id} failed: {exc!r}; going on with the others", file=sys.stderr, flush=True)
+            failed.append(claim_id)
+            continue
+        status = MlflowClient(uri).get_run(parent).info.status
+        print(f"claim {claim_id}: parent run {parent} {status}")
+        if status != "FINISHED":  # a case failed: the suite is not used, the row says the last attempt failed
+            failed.append(claim_id)
+    text = page(uri, args.experiment, figures_dir=args.out.parent / "reproduction")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)
     print(f"written to {args.out}")
+    if failed:
+        print(f"error: claim(s) {', '.join(failed)} failed; their rows say they were not run to the end",
+              file=sys.stderr)
+        return 1
     return 0
 
 

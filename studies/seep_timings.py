@@ -1,12 +1,16 @@
 """The SEEP thesis' tests on this pipeline (docs/seep.md): T1-T6 in the thesis' setting, and T5 on Spark.
 
-    python -m studies.seep_timings --run     # run T5's policies on Spark (2 runs, ~8 min), then write the page
-    python -m studies.seep_timings           # the page from the latest Spark runs in MLflow
+    make reproduce                                 # runs T5 on Spark if the store lacks it, then writes both pages
+    python -m studies.seep_timings --run-missing   # the same for this page alone
+    python -m studies.seep_timings --run           # run T5's policies on Spark again (2 runs, ~8 min), then the page
+    python -m studies.seep_timings                 # the page from the latest Spark runs in MLflow
 
 Three settings side by side, so the effect of micro-batching is visible on its own: the tuple-at-a-time queue model
 (the thesis' setting: a reading every 5 s of a queue fed at lambda and served at mu per instance), the micro-batch
 plant model (the same, quantised into batches with a 2 s trigger), and the real job on Spark with `enrich` waiting
-1/mu per record (topology seep-mu10). The page is generated, never typed.
+1/mu per record (topology seep-mu10). The page is generated, never typed: the model rows are computed when it is
+written, the Spark rows come from the store's latest finished suite (kind=seep-timings), whose parent run records
+when and on what machine they were measured.
 """
 from __future__ import annotations
 
@@ -26,10 +30,17 @@ from simulator.plant import OperatorModel, PlantConfig, simulate
 from controllers.policy import load_policy
 from studies.seep_queue_model import QueueOperator, simulate_policy
 from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
+from studies.provenance import RUN_OVERHEAD_S, date_span, machine_tags, measured_on, minutes, suite_provenance
 from workloads import Schedule, load_workload
 
 T5_POLICIES = ("seep-t5", "seep-t5-microbatch")
 T5_WORKLOAD, T5_DURATION_S, T5_TOPOLOGY, PEAK_STARTS = "seep-periodic", 180.0, "seep-mu10", (20.0, 80.0, 140.0)
+SPARK_RUNS = len(T5_POLICIES)  # one seed each
+
+
+def estimate_s() -> float:
+    """How long the Spark part takes (the model rows take seconds)."""
+    return SPARK_RUNS * (T5_DURATION_S + RUN_OVERHEAD_S)
 
 # test, policy, workload, operators (name, mu), what the thesis reports (digest_002 §5.1, §6.5)
 THESIS_TESTS = (
@@ -112,19 +123,25 @@ def _from_decisions(setting: str, policy: str, decisions: list[dict], queue: pd.
     return Timeline(setting, policy, changes, samples, queue)
 
 
+def latest_spark_suite(tracking_uri: str, experiment: str) -> str | None:
+    """The parent run of the latest finished T5 suite on Spark in the store, or None."""
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return None
+    parents = client.search_runs([found.experiment_id], "tags.kind = 'seep-timings' and attributes.status = "
+                                 "'FINISHED'", order_by=["attributes.start_time DESC"], max_results=1)
+    return parents[0].info.run_id if parents else None
+
+
 def spark_timelines(tracking_uri: str, experiment: str) -> tuple[str | None, list[Timeline]]:
     from analysis.report import run_batches
     from analysis.runs import load_runs
 
     client = MlflowClient(tracking_uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
+    parent = latest_spark_suite(tracking_uri, experiment)
+    if parent is None:
         return None, []
-    parents = client.search_runs([found.experiment_id], "tags.kind = 'seep-timings' and attributes.status = "
-                                 "'FINISHED'", order_by=["attributes.start_time DESC"], max_results=1)
-    if not parents:
-        return None, []
-    parent = parents[0].info.run_id
     runs = load_runs(tracking_uri, parent_run_id=parent)
     out = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -169,20 +186,49 @@ def figure(timelines: list[Timeline], path: Path) -> Path:
     return path
 
 
+def _delays(timelines: list[Timeline]) -> str:
+    """'2-10 s on Spark': the range of first scale-outs into a peak over the timelines of one setting."""
+    delays = [d for t in timelines for d in map(t.first_scale_out_after, PEAK_STARTS) if d is not None and d <= 60]
+    where = ("on Spark" if timelines[0].setting.startswith("Spark") else
+             "in the micro-batch plant" if timelines[0].setting.startswith("micro") else "in the queue model")
+    if not delays:
+        return f"none within a minute {where}"
+    low, high = min(delays), max(delays)
+    return f"{low:.0f} s {where}" if round(low) == round(high) else f"{low:.0f}-{high:.0f} s {where}"
+
+
 def page(tracking_uri: str, experiment: str, figure_path: Path) -> str:
     parent, spark = spark_timelines(tracking_uri, experiment)
     timelines = [f(p) for f in (queue_model_timeline, plant_timeline) for p in T5_POLICIES] + spark
+    thesis = [t for t in timelines if t.setting.startswith("queue model")]
+    micro = spark or [t for t in timelines if t.setting.startswith("micro-batch plant")]
+    if parent is not None:
+        source = suite_provenance(MlflowClient(tracking_uri), parent)
+        took = f", {minutes(source.wall_s)}" if source.wall_s else ""
+        measured = (f"**Measured**: the Spark rows {date_span({'T5 on Spark': [source]})} (UTC date of the suite's "
+                    f"runs{took}), on:\n\n{measured_on({'T5 on Spark': [source]})[0]}")
+    else:
+        measured = ("**Measured**: the Spark rows are not in this MLflow store: `make reproduce` (or "
+                    "`python -m studies.seep_timings --run-missing`) runs them.")
     lines = [
         "# The SEEP thesis' tests: T1-T6 in the thesis' setting, and T5 on Spark",
         "",
-        f"Generated by `python -m studies.seep_timings` ({time.strftime('%Y-%m-%d')}); do not edit by hand. The "
-        "policies are the catalogue's (`controllers/policy/catalogue/`), the sources the workload catalogue's "
-        "`seep-*` entries; readings every 5 s (SEEP's monitorInterval).",
+        f"Generated by `make reproduce` (`python -m studies.seep_timings`, {time.strftime('%Y-%m-%d')}) from the "
+        "MLflow store and the models; do not edit by hand. The policies are the catalogue's "
+        "(`controllers/policy/catalogue/`), the sources the workload catalogue's `seep-*` entries; readings every "
+        "5 s (SEEP's monitorInterval).",
+        "",
+        f"**Regenerate**: `make reproduce` runs T5's {SPARK_RUNS} Spark runs ({T5_DURATION_S:.0f} s each, about "
+        f"{minutes(estimate_s())} on a 2-core machine) if the MLflow store has no finished suite of them "
+        "(`make reproduce FORCE=1`: again), then writes this page (and reproduction.md). The queue-model and "
+        "micro-batch-plant rows are computed when the page is written (deterministic, seconds).",
+        "",
+        measured,
         "",
         "## T1-T6 on the tuple-at-a-time queue model",
         "",
         "Each operator is a queue fed at lambda and served at mu per instance (digest_002 §5.1); the tests in "
-        "`tests/unit/test_seep_thesis.py` assert these rows.",
+        "`tests/studies/test_seep_thesis.py` assert these rows.",
         "",
         "| test | policy and setting | the thesis reports | queue passed the threshold | executed actions | "
         "blocked firings |",
@@ -212,13 +258,14 @@ def page(tracking_uri: str, experiment: str, figure_path: Path) -> str:
     else:
         lines += [f"Spark runs: parent `{parent}` in experiment `{experiment}`.", ""]
     lines += [
-        "What the rows show:",
+        "What the rows show (the figures quoted are this page's rows"
+        f"{'' if spark else '; the Spark rows are missing, so the micro-batch plant stands for them'}):",
         "",
         "- **Readings only when a batch ends.** A micro-batch engine reports after each batch, so a reading is the "
         "first batch end at or after each 5 s tick. While degree 1 meets a peak, batches grow long (about 10 s "
         "with mu = lambda), readings come that far apart and the 5 s rule can only act at such a reading. The "
-        "first scale-out still comes earlier into each peak than in the thesis' setting (2-10 s on Spark against "
-        "15 s), because the micro-batch queue is not empty when a peak starts (next two points).",
+        f"first scale-out still comes earlier into each peak than in the thesis' setting ({_delays(micro)} against "
+        f"{_delays(thesis)}), because the micro-batch queue is not empty when a peak starts (next two points).",
         "- **A micro-batch queue is never empty when sampled.** The events that arrived while a batch ran wait "
         "for the next one (about lambda x batch time), so `below 1` never holds on Spark and the thesis' T5 "
         "scales out once and stays at 3: the policy must be rewritten for the engine (`seep-t5-microbatch`).",
@@ -238,7 +285,8 @@ def run_spark(tracking_uri: str, experiment: str, master: str) -> str:
 
     request = SuiteRequest(tuple(f"seep-policy:policy={p}" for p in T5_POLICIES), (T5_WORKLOAD,), (1,),
                            duration_s=T5_DURATION_S, topology=T5_TOPOLOGY)
-    parent = open_parent(tracking_uri, experiment, timestamped("seep-t5-spark"), {"kind": "seep-timings"},
+    parent = open_parent(tracking_uri, experiment, timestamped("seep-t5-spark"),
+                         {"kind": "seep-timings", **machine_tags()},
                          {"variants": " | ".join(request.variants), "topology": T5_TOPOLOGY})
     result = run_suite(parent, request, tracking_uri=tracking_uri, experiment=experiment, master=master)
     MlflowClient(tracking_uri).set_terminated(parent, "FAILED" if result.failed else "FINISHED")
@@ -248,13 +296,17 @@ def run_spark(tracking_uri: str, experiment: str, master: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m studies.seep_timings", description=__doc__.split("\n\n")[0])
     p.add_argument("--run", action="store_true", help="run T5's two policies on Spark first (sequentially)")
+    p.add_argument("--run-missing", action="store_true",
+                   help="as --run, only if the store has no finished T5 suite yet (what `make reproduce` does)")
     p.add_argument("--out", type=Path, default=Path("docs/seep.md"))
     p.add_argument("--tracking-uri", default=None)
     p.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
     p.add_argument("--master", default="local[4]")
     args = p.parse_args(argv)
     uri = args.tracking_uri or default_tracking_uri()
-    if args.run:
+    if args.run_missing and not args.run and latest_spark_suite(uri, args.experiment) is not None:
+        print(f"T5 on Spark: already in {uri} (--run runs it again)")
+    elif args.run or args.run_missing:
         print(f"Spark runs: parent {run_spark(uri, args.experiment, args.master)}")
     text = page(uri, args.experiment, args.out.parent / "seep" / "t5.png")
     args.out.parent.mkdir(parents=True, exist_ok=True)

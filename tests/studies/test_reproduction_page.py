@@ -56,9 +56,9 @@ def test_the_page_reads_the_latest_finished_suite_of_each_claim(tmp_path):
     assert sorted(set(static["variant"])) == [CONF_MIN, CONF_EXPT] and len(static) == 4
     assert static.loc[static["variant"] == CONF_MIN, "slo_attainment"].tolist() == [0.3, 0.3]
     preventive_row = [line for line in text.splitlines() if line.startswith("| autoscale-preventive")][0]
-    assert "not run yet" in preventive_row, "the controller exists, no suite has run"
+    assert "not run in this MLflow store" in preventive_row, "the controller exists, no suite has run"
     ds2_row = [line for line in text.splitlines() if line.startswith("| ds2-three-steps")][0]
-    assert "not run yet" in ds2_row
+    assert "not run in this MLflow store" in ds2_row
 
 
 def test_the_preventive_claim_needs_congestion_bounded_latency_and_savings():
@@ -121,25 +121,97 @@ def test_the_oracle_bound_holds_only_if_no_configuration_within_the_slo_is_cheap
     assert _oracle_bound(runs(120.0, infeasible=2)).verdict == "infeasible"
 
 
-def test_a_claim_not_in_this_store_keeps_its_row_from_the_previous_page_marked_as_carried_over(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'empty.db'}"
-    previous = ("| claim | paper | what the paper says | measured on Spark (this pipeline) | verdict | suite |\n"
-                "|---|---|---|---|---|---|\n"
-                "| ds2-three-steps | DS2 | three steps | changes after the step: seed 1: 1 (max 1, 1 seeds) | holds | "
-                "`abcd1234`: step, 3 runs, seeds 1, 2, 3 |\n"
-                "| oracle-bound-step | oracle | bound | not run yet | – | – |\n")
-    (tmp_path / "figs").mkdir()
-    (tmp_path / "figs" / "ds2-three-steps.png").write_bytes(b"png")
-    text = page(uri, "repro", figures_dir=tmp_path / "figs", previous=previous)
-    row = [line for line in text.splitlines() if line.startswith("| ds2-three-steps")][0]
-    assert "| changes after the step: seed 1: 1 (max 1, 1 seeds) | holds |" in row
-    assert row.endswith("`abcd1234`: step, 3 runs, seeds 1, 2, 3 — carried over from the previous page: not in this "
-                        "MLflow store |")
-    assert "![ds2-three-steps timelines](figs/ds2-three-steps.png)" in text
-    oracle = [line for line in text.splitlines() if line.startswith("| oracle-bound-step")][0]
-    assert "| not run yet | – | – |" in oracle, "nothing measured before: nothing to carry"
-    again = page(uri, "repro", figures_dir=tmp_path / "figs", previous=text)
-    assert again.count("carried over") == 1, "carrying twice does not stack the note"
+def _fabricated_suite(client, exp, claim_id, variant_results, tags=None, start_ms=None, status="FINISHED"):
+    """A parent run tagged with the claim and a finished child per (variant, seed): {variant: (slo, cost)}."""
+    parent = client.create_run(exp, start_time=start_ms, tags={"kind": "reproduction", "claim": claim_id,
+                                                                **(tags or {})}).info.run_id
+    for variant, (slo, cost) in variant_results.items():
+        for seed in (1, 2):
+            run = client.create_run(exp, tags={"mlflow.parentRunId": parent, "variant": variant, "seed": str(seed),
+                                               "config": variant, "controller": variant.split(":")[0],
+                                               "workload": "autoscale-paper"}).info.run_id
+            client.log_param(run, "slo.target", "0.95")
+            client.log_param(run, "spark.version", "4.2.0")
+            client.log_metric(run, "slo_attainment", slo)
+            client.log_metric(run, "cost_slot_seconds", cost)
+            client.set_terminated(run, "FINISHED")
+    client.set_terminated(parent, status, end_time=None if start_ms is None else start_ms + 600_000)
+    return parent
+
+
+def row(text, claim_id):
+    return next(line for line in text.splitlines() if line.startswith(f"| {claim_id} |"))
+
+
+def test_the_page_is_written_from_the_store_alone_and_says_which_claims_were_not_run(tmp_path):
+    from studies.reproduction import claims_to_run, runnable
+
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("repro", artifact_location=(tmp_path / "a").as_uri())
+    machine = {"machine.cpus": "2", "machine.cpu_model": "Test CPU", "machine.memory_gib": "7.8",
+               "machine.os": "Debian GNU/Linux 12 (bookworm), Linux 6.1", "machine.python": "3.11.9",
+               "machine.spark": "4.2.0", "machine.java": "openjdk version 17.0.15", "machine.load_1min": "0.3",
+               "code.revision": "0123456789abcdef"}
+    start = 1_764_000_000_000  # 2025-11-24 UTC
+    baselines = _fabricated_suite(client, exp, "autoscale-baselines", {CONF_MIN: (0.3, 100), CONF_EXPT: (1.0, 300)},
+                                  machine, start)
+    _fabricated_suite(client, exp, "ds2-three-steps", {"ds2": (1.0, 100)}, machine, start, status="FAILED")
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    (figures / "ds2-three-steps.png").write_bytes(b"an earlier page's figure")
+    text = page(uri, "repro", figures_dir=figures)
+    measured = row(text, "autoscale-baselines")
+    assert "ConfMin: SLO attainment 30.0%" in measured and "| holds |" in measured
+    assert f"`{baselines[:8]}` (2025-11-24, 10 min): autoscale-paper, 4 runs, seeds 1, 2" in measured
+    # every other runnable claim is absent: a plain "not run" with the command, nothing from an earlier page
+    for claim in CLAIMS:
+        if runnable(claim) and claim.id != "autoscale-baselines":
+            line = row(text, claim.id)
+            assert "not run in this MLflow store" in line and "| not run | – |" in line
+            assert f"`python -m studies.reproduction --run {claim.id}`" in line and "`make reproduce`" in line
+    assert "did not finish: FAILED" in row(text, "ds2-three-steps"), "a failed attempt is said, not used"
+    assert "carried over from the previous page" not in text and "not in this MLflow store |" not in text
+    assert not (figures / "ds2-three-steps.png").exists(), "a figure the store cannot back is removed"
+    # when and on what machine
+    assert "**Measured** 2025-11-24 (UTC dates of the suites' runs), on:" in text
+    assert ("- 2 cores (Test CPU), 7.8 GiB RAM, Debian GNU/Linux 12 (bookworm), Linux 6.1, Python 3.11.9, Spark "
+            f"4.2.0, openjdk version 17.0.15: autoscale-baselines (2025-11-24, suite `{baselines[:8]}`, load average "
+            "0.3 at start, code 0123456789ab)") in text
+    # what make reproduce would run: everything runnable but the measured claim; its estimate is on the page
+    assert [c.id for c in claims_to_run(uri, "repro")] == [c.id for c in CLAIMS
+                                                          if runnable(c) and c.id != "autoscale-baselines"]
+    assert [c.id for c in claims_to_run(uri, "repro", force=True)] == [c.id for c in CLAIMS if runnable(c)]
+    assert "**Regenerate**: `make reproduce`" in text and "Total from an empty store: 57 Spark runs" in text
+
+
+def test_a_suite_recorded_before_the_machine_tags_gives_its_date_and_its_runs_spark_version(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("repro", artifact_location=(tmp_path / "a").as_uri())
+    _fabricated_suite(client, exp, "autoscale-baselines", {CONF_MIN: (0.3, 100), CONF_EXPT: (1.0, 300)},
+                      start_ms=1_764_000_000_000)
+    text = page(uri, "repro")
+    assert "- machine not recorded (suite run before studies recorded it); Spark 4.2.0: autoscale-baselines" in text
+
+
+def test_the_estimate_adds_each_runs_duration_and_overhead(tmp_path):
+    from studies.provenance import RUN_OVERHEAD_S
+    from studies.reproduction import CALIBRATION_S, CLUSTER_S, estimate_s
+
+    by_id = {c.id: c for c in CLAIMS}
+    assert estimate_s(by_id["ds2-three-steps"]) == 3 * (60 + RUN_OVERHEAD_S)
+    assert estimate_s(by_id["oracle-bound-step"]) == 12 * (60 + RUN_OVERHEAD_S) + CALIBRATION_S
+    assert estimate_s(by_id["spark-dynamic-allocation-peer"]) == 15 * (60 + RUN_OVERHEAD_S) + CLUSTER_S
+
+
+def test_the_machine_tags_describe_this_machine():
+    from studies.provenance import describe_machine, machine_tags
+
+    tags = machine_tags()
+    assert int(tags["machine.cpus"]) >= 1 and float(tags["machine.memory_gib"]) > 0
+    assert tags["machine.python"].startswith("3.") and tags["machine.spark"][0].isdigit()
+    assert describe_machine(tags).startswith(f"{tags['machine.cpus']} cores")
 
 
 def test_the_dynamic_allocation_peer_row_names_the_fewest_cores_within_the_slo():
