@@ -1,4 +1,4 @@
-"""Multi-level characterisation (TPDS 2019 seed, digest_003 §6.3 phase A): sustainable throughput of the benchmark
+"""Multi-level characterisation (TPDS 2019 step 1; Persian summary pp. 3-4): sustainable throughput of the benchmark
 topology on a Spark standalone cluster as each scaling level grows alone.
 
     python -m benchmarks.multilevel             about 11 minutes on a 2-core machine; never next to another heavy job

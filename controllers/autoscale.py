@@ -1,4 +1,4 @@
-"""AUTOSCALE (Kotto-Kombi, Lumineau, Lamarre, EGC 2017): the preventive controller, as in digest_001 §2.8-2.11, §6.4.
+"""AUTOSCALE (Kotto-Kombi, Lumineau, Lamarre, EGC 2017): the preventive controller, as in its §3-§4 (pp. 61-64).
 
 Once per iteration of length Δ (the `period_s` parameter; n = the micro-batches that ended in it), for each operator:
 
@@ -10,7 +10,7 @@ Table 1 (local) turns (class, trend) into an action, Table 2 (global) reconciles
 actions in topological order (scale-out > scale-in > nothing), and a validated action sets the degree to
 min(maxP, ceil(degree × NdA)), or degree + 1 when the scale-out comes from strong-not-critical activity.
 
-What the Spark job measures for it (the project's mapping, digest_001 §6.1): an operator's arrivals in a
+What the Spark job measures for it (the project's mapping of the paper's §3, pp. 60-61): an operator's arrivals in a
 sub-interval are the records its upstream delivered in that micro-batch, and for the first operator the events that
 became due (the offered load, not the rows admitted); its backlog (nbEnAttente, what it still has to process) is
 the source's unread events scaled by the selectivities upstream of it — a micro-batch runs all its stages to
@@ -21,8 +21,8 @@ tasks' busy time per input record; its degree is its partitions per batch.
 The paper's ambiguities are parameters, each default a project's choice named in its doc: eq. 2 read literally or
 extrapolated to the next iteration; ε zero or the covariance of recent capacities with the iteration index; upstream
 = direct predecessors or all ancestors, their local or validated actions; the degree of a scale-out that Table 2
-forces on an operator whose own decision was "nothing". θ_min 0.3 and θ_max 0.8 are digest_001 §6.5's suggested
-starting values (the paper gives none). Δ defaults to 10 s, five triggers of the default 2 s.
+forces on an operator whose own decision was "nothing". θ_min 0.3 and θ_max 0.8 are the project's suggested
+starting values (the paper's §3.3, p. 62, gives none). Δ defaults to 10 s, five triggers of the default 2 s.
 
 Known consequence of a faithful port: capacities are per operator, but a micro-batch runs its stages one after
 another in the same trigger interval, so operators that are each "normal" can together overrun the trigger. The
@@ -136,9 +136,9 @@ class AutoscaleController(Controller):
     PARAMS = {
         "period_s": Param(float, 10.0, "iteration length Δ in seconds (one decision per iteration); must be at "
                                        "least the trigger interval", 0.001, search=SearchRange(2.0, 30.0)),
-        "theta_min": Param(float, 0.3, "NdA at or below which activity is low (digest_001 §6.5 suggestion)",
+        "theta_min": Param(float, 0.3, "NdA at or below which activity is low (project's choice; paper §3.3, p. 62)",
                            1e-9, 1.0, search=SearchRange(0.1, 0.6)),
-        "theta_max": Param(float, 0.8, "NdA above which activity is strong (digest_001 §6.5 suggestion)",
+        "theta_max": Param(float, 0.8, "NdA above which activity is strong (project's choice; paper §3.3, p. 62)",
                            1e-9, 1.0, search=SearchRange(0.5, 1.0)),
         "eq2_reading": Param(str, "extrapolated", "eq. 2 summed at the next iteration's timestamps ('extrapolated') "
                                                   "or at the fitted ones ('literal', = last iteration's count)",
@@ -157,7 +157,7 @@ class AutoscaleController(Controller):
         "max_p": Param(int, 0, "maxP, the largest degree of any operator; 0: the run's max degree", 0),
         "min_degree": MIN_DEGREE,
         "parallel_slots": Param(int, 0, "cap the degree counted in the capacity at the tasks that can run at once "
-                                        "(digest_001 §6.9); 0: no cap, as in the paper", 0),
+                                        "(cf. the paper's eq. 4, p. 61); 0: no cap, as in the paper", 0),
         "predictor": Param(str, "paper", "load predictor: 'paper' (OLS on the last iteration), 'last-value' "
                                          "(naive), or 'registry' (the MLflow model `predictor_model@"
                                          "predictor_alias`, loaded by the run)",

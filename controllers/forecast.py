@@ -3,7 +3,7 @@
 Three kinds share one interface, `forecast(times_s, counts, intervals_s, period_s, last_n)`: the retained history
 of one operator's sub-intervals (end time, arrivals, length), oldest first, of which the last `last_n` make up the
 iteration that just ended:
-- `PaperPredictor`, AUTOSCALE's own (digest_001 §2.2, eq. 2): ordinary least squares of the per-sub-interval counts
+- `PaperPredictor`, AUTOSCALE's own (§3.1, eq. 2, p. 61): ordinary least squares of the per-sub-interval counts
   on time, fitted on the last iteration only. Read literally, eq. 2 sums the fitted line at the timestamps it was
   fitted on, which for OLS with an intercept equals the observed sum (the regression then only contributes its slope,
   the trend); the evident intent is to extrapolate to the next iteration's timestamps. Both readings are options.
@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-# The feature layout shared by training (analysis.train_predictors) and inference (LearnedPredictor): change it
+# The feature layout shared by training (analysis.load_predictors) and inference (LearnedPredictor): change it
 # and every registered model's input schema no longer matches, which loading detects and reports.
 FEATURE_LAGS = 10
 

@@ -74,7 +74,7 @@ ZERO_COST_TOPOLOGY = Topology(
 
 
 def _seep(mu: float) -> Topology:
-    """The SEEP thesis' SimpleStatelessOperator with service rate mu tuples/s per task (digest_002 §6.4): enrich
+    """The SEEP thesis' SimpleStatelessOperator with service rate mu tuples/s per task (§5.2.2, p. 68): enrich
     waits 1/mu s per record; the rest is the default topology's cheap work."""
     return Topology(tuple(OperatorSpec(op.name, op.kind, op.cpu_us, 1e6 / mu if op.name == "enrich" else 0.0)
                           for op in DEFAULT_TOPOLOGY.operators), window_s=DEFAULT_TOPOLOGY.window_s)

@@ -110,7 +110,7 @@ def _baselines(runs: pd.DataFrame) -> Measured:
 
 def _preventive(runs: pd.DataFrame, from_min: str = AUTOSCALE_FROM_MIN, from_expt: str = AUTOSCALE_FROM_EXPT
                 ) -> Measured:
-    """digest_001 §6.8 checks 1-3: ConfMin congests; AUTOSCALE from ConfMin keeps latency bounded; from ConfExpt
+    """AUTOSCALE §5.2 (pp. 65-66): ConfMin congests; AUTOSCALE from ConfMin keeps latency bounded; from ConfExpt
     it allocates about 30 % fewer slot-seconds than ConfExpt at comparable latency."""
     t = _by_variant(runs)
     needed = [CONF_MIN, CONF_EXPT, from_min, from_expt]
@@ -242,11 +242,11 @@ def _champion_predictor(tracking_uri: str, experiment: str) -> None:
 
 
 CLAIMS: tuple[Claim, ...] = (
-    Claim("autoscale-baselines", "AUTOSCALE (Kotto-Kombi et al., EGC 2017; digest_001 §5)",
+    Claim("autoscale-baselines", "AUTOSCALE (Kotto-Kombi et al., EGC 2017, §5, pp. 64-66)",
           "With one task per operator (ConfMin) the topology congests at the peak; the expert configuration "
           "(ConfExpt) absorbs it.", "autoscale-paper", (CONF_MIN, CONF_EXPT), ("static",), "available",
           _baselines, reuse=(STATIC_BASELINES,)),
-    Claim("autoscale-preventive", "AUTOSCALE (digest_001 §5, §6.8 checks 1-3), paper's OLS predictor",
+    Claim("autoscale-preventive", "AUTOSCALE (EGC 2017, §5.2, pp. 65-66), paper's OLS predictor",
           "ConfMin congests without recovery; AUTOSCALE from ConfMin keeps latency bounded; from ConfExpt it "
           "allocates nearly 30 % fewer resources at equivalent latency.",
           "autoscale-paper", (AUTOSCALE_FROM_MIN, AUTOSCALE_FROM_EXPT), ("autoscale",),
@@ -256,7 +256,7 @@ CLAIMS: tuple[Claim, ...] = (
           "autoscale-paper", (LEARNED_FROM_MIN, LEARNED_FROM_EXPT), ("autoscale",),
           "issue #6 (preventive controller)", lambda runs: _preventive(runs, LEARNED_FROM_MIN, LEARNED_FROM_EXPT),
           reuse=(STATIC_BASELINES,), prepare=_champion_predictor),
-    Claim("seep-t1-t6", "SEEP scaling policies (Rouaux 2014; digest_002 §5.1 T1-T6)",
+    Claim("seep-t1-t6", "SEEP scaling policies (Rouaux 2014, §5.2.2-5.2.7 T1-T6, pp. 68-78)",
           "T1: queue passes 300 at about 60 s; the operator scales 1 -> 2 at about 90-92 s; no second action "
           "(and T2-T6).", "seep-constant", (), ("seep-policy",), "issue #7 (policy language, T1-T6)", None,
           elsewhere="seep.md"),
@@ -279,13 +279,13 @@ CLAIMS: tuple[Claim, ...] = (
           "step", (*CLUSTER_PEERS, DYNAMIC_ALLOCATION_DEGREE_2), ("spark-dynamic-allocation",),
           "issue #9 (executor and host levels)", _peers_on_cluster, cluster_workers=2,
           reuse=(Reuse(CLUSTER_PEERS, ("spark-dynamic-allocation-peer",)),)),
-    Claim("multilevel-containers", "Multi-level elasticity (IEEE TPDS 2019; digest_003 §5)",
+    Claim("multilevel-containers", "Multi-level elasticity (IEEE TPDS 2019; Persian summary pp. 3-4)",
           "More executors help until their number exceeds the cores; the wrong container level lowers performance.",
           "step", (), ("multilevel",), "issue #9 (executor and host levels)", None),
-    Claim("sousa-migration-limit", "Sousa 2014 (digest_000 §4.2)",
+    Claim("sousa-migration-limit", "Sousa 2014 (§4.4.1, pp. 48-51)",
           "A migration limit of 1 per round gives similar latency and 3.4 % more processed events than no limit.",
           "sousa-variable", (), ("sousa",), "no issue yet (the latency-variation migration scheduler)", None),
-    Claim("souravlas-balance", "Souravlas et al. 2021 (digest_004 §5.1)",
+    Claim("souravlas-balance", "Souravlas et al. 2021 (§6, Figs. 4-8)",
           "Pipelined fair migration gives the lowest per-node load deviation (no numbers in the paper).",
           "step", (), ("souravlas",), "no issue yet (the pipelined migration scheduler)", None),
 )

@@ -1,6 +1,6 @@
 """A deterministic tuple-at-a-time queue model: the SEEP thesis' setting, for its simulated tests T1-T6.
 
-Why a second model next to `simulator.plant`: the thesis' tests (digest_002 §5.1) are about an operator with a
+Why a second model next to `simulator.plant`: the thesis' tests (§5.2, pp. 67-78) are about an operator with a
 fixed service rate mu per instance and an input queue fed at lambda — queue arithmetic by Little's law, sampled
 every 5 s. The micro-batch plant quantises time into batches, which is exactly the effect the Spark run of T5 is
 there to show; the policy semantics themselves are checked here, where the thesis' numbers hold exactly.

@@ -42,7 +42,7 @@ def estimate_s() -> float:
     """How long the Spark part takes (the model rows take seconds)."""
     return SPARK_RUNS * (T5_DURATION_S + RUN_OVERHEAD_S)
 
-# test, policy, workload, operators (name, mu), what the thesis reports (digest_002 §5.1, §6.5)
+# test, policy, workload, operators (name, mu), what the thesis reports (§5.2.2-5.2.7, pp. 68-78)
 THESIS_TESTS = (
     ("T1", "seep-t1", "seep-constant", (("enrich", 5.0),), "queue > 300 at ~60 s; 1 -> 2 at ~92 s; no second action"),
     ("T2", "seep-t2", "seep-constant", (("enrich", 5.0),), "1 -> 3 at ~90 s; the queue then drains"),
@@ -227,7 +227,7 @@ def page(tracking_uri: str, experiment: str, figure_path: Path) -> str:
         "",
         "## T1-T6 on the tuple-at-a-time queue model",
         "",
-        "Each operator is a queue fed at lambda and served at mu per instance (digest_002 §5.1); the tests in "
+        "Each operator is a queue fed at lambda and served at mu per instance (thesis §5.2.1, p. 67); the tests in "
         "`tests/studies/test_seep_thesis.py` assert these rows.",
         "",
         "| test | policy and setting | the thesis reports | queue passed the threshold | executed actions | "

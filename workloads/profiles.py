@@ -113,7 +113,7 @@ def _random_walk(p, ctx) -> RateFunction:
 
 
 def _autoscale(p, ctx) -> RateFunction:
-    """AUTOSCALE paper (digest_001 §4, §6.6): low plateau, exponential rise, high plateau, step-wise decrease."""
+    """AUTOSCALE paper (§5.1, Fig. 2, pp. 64-65): low plateau, exponential rise, high plateau, step-wise decrease."""
     low, high = p["low"], p["high"]
     t_rise = p["low_s"]
     t_high = t_rise + p["rise_s"]
@@ -132,7 +132,7 @@ def _autoscale(p, ctx) -> RateFunction:
 
 
 def _periodic_peaks(p, ctx) -> RateFunction:
-    """SEEP thesis periodic source (digest_002 §6.4): trough at base, peaks at `peak`, fixed durations."""
+    """SEEP thesis periodic source (§5.2.5-5.2.6, pp. 73-74): trough at base, peaks at `peak`, fixed durations."""
     base, peak, peak_s, trough_s, first = p["base"], p["peak"], p["peak_s"], p["trough_s"], p["first_peak_s"]
     period = peak_s + trough_s
 
@@ -169,7 +169,7 @@ def _random_peaks(p, ctx) -> RateFunction:
 
 
 def _google_like(p, ctx) -> RateFunction:
-    """Google-trace-like synthetic rate (digest_002 §6.4): lognormal marginal fitted to the 2011 task-event rate
+    """Google-trace-like synthetic rate (SEEP thesis p. 81): lognormal marginal fitted to the 2011 task-event rate
     quantiles (median 31.6/s, sigma_log 1.02), temporal correlation as an AR(1) in log space, and a diurnal cycle.
     The thesis gives neither the correlation nor the diurnal amplitude: phi 0.98 per step and amplitude 0.3 (in log
     space) are the project's choices."""
@@ -189,7 +189,7 @@ def _google_like(p, ctx) -> RateFunction:
 
 def _levels(p, ctx) -> RateFunction:
     """A fixed pattern of high (A) and low (B) periods with linear ramps between them: the Sousa dissertation's
-    variable per-pipeline load (digest_000 §3.3, §5.3). The ramp length is not given there: 5 s is the project's
+    variable per-pipeline load (§4.2, p. 40; App. A.0.2). The ramp length is not given there: 5 s is the project's
     choice. Ramps are centred on the period boundary."""
     low, high, period, ramp = p["low"], p["high"], p["period_s"], p["ramp_s"]
     pattern = _pattern(p["pattern"])
@@ -289,7 +289,7 @@ PROFILES: dict[str, Profile] = {
          "high_s": P("length of the high plateau"),
          "steps": P("steps of the decrease (a fraction is cut off)", 4.0, minimum=1.0),
          "step_s": P("length of each step of the decrease; low plateau afterwards")},
-        _autoscale, "The AUTOSCALE paper's profile (digest_001 §6.6): low, exponential rise, high, step-wise decrease, "
+        _autoscale, "The AUTOSCALE paper's profile (§5.1, p. 64): low, exponential rise, high, step-wise decrease, "
                     "low. The paper gives no numbers; add `noise` for its irregularity.",
         (_greater("high", "low"),)),
     "periodic_peaks": Profile(
@@ -298,7 +298,7 @@ PROFILES: dict[str, Profile] = {
          "peak": P("events per second in peaks (SEEP: 20)", 20.0),
          "peak_s": P("peak length (SEEP T5/T6: 20 s)", 20.0), "trough_s": P("trough length (40 s)", 40.0),
          "first_peak_s": P("start of the first peak", 0.0)},
-        _periodic_peaks, "The SEEP thesis' periodic source (digest_002 §6.4).",
+        _periodic_peaks, "The SEEP thesis' periodic source (§5.2.5-5.2.6, pp. 73-74).",
         (_rule(("peak_s", "trough_s"), lambda v: v["peak_s"] + v["trough_s"] > 0,
               "peak_s ({peak_s}) + trough_s ({trough_s}) must be > 0"),)),
     "random_peaks": Profile(
@@ -307,7 +307,7 @@ PROFILES: dict[str, Profile] = {
          "first_at_s": P("start of the first peak", 10.0), "first_peak_s": P("first peak length (SEEP: ~5 s)", 5.0),
          "min_peak_s": P("shortest later peak", 5.0), "max_peak_s": P("longest later peak (bounds the queue)", 30.0),
          "min_trough_s": P("shortest trough", 20.0), "max_trough_s": P("longest trough", 60.0)},
-        _random_peaks, "The SEEP thesis' T4 source: peaks of random, bounded length (digest_002 §6.4). Bounds are the "
+        _random_peaks, "The SEEP thesis' T4 source: peaks of random, bounded length (§5.2.5, p. 73). Bounds are the "
                        "project's choice; the thesis only says the queue stayed below 10000.",
         (_not_above("min_peak_s", "max_peak_s"), _not_above("min_trough_s", "max_trough_s"))),
     "google_like": Profile(
@@ -319,7 +319,7 @@ PROFILES: dict[str, Profile] = {
          "diurnal_amplitude": P("amplitude of the daily cycle in log space (project's choice)", 0.3),
          "period_s": P("length of a 'day', seconds (compress it to the run)", 86400.0, positive=True),
          "rate_scale": P("multiplies every rate (e.g. 1000 for the thesis' 1000x acceleration)", 1.0)},
-        _google_like, "A Google-trace-like rate for when a real trace is too slow or too short (digest_002 §6.4).",
+        _google_like, "A Google-trace-like rate for when a real trace is too slow or too short (SEEP thesis p. 81).",
         (_rule(("phi",), lambda v: v["phi"] < 1, "phi ({phi}) must be below 1 (a correlation in [0, 1))"),)),
     "levels": Profile(
         "levels",
@@ -328,7 +328,7 @@ PROFILES: dict[str, Profile] = {
          "ramp_s": P("ramp between levels (project's choice)", 5.0),
          "pattern": Param(str, REQUIRED, "string of A (high) and B (low), one letter per period; spaces and case "
                                          "are ignored")},
-        _levels, "A fixed high/low pattern with ramps: the Sousa dissertation's variable load (digest_000 §3.3).",
+        _levels, "A fixed high/low pattern with ramps: the Sousa dissertation's variable load (§4.2, p. 40; App. A).",
         (_rule(("pattern",), _valid_pattern, "pattern must be a string of A (high) and B (low)"),
          _rule(("ramp_s", "period_s"), lambda v: v["ramp_s"] < v["period_s"],
               "ramp_s ({ramp_s}) must be shorter than period_s ({period_s})"))),

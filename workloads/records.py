@@ -4,7 +4,7 @@ The Google 2011 task_events parts (13 CSV columns: timestamp, missing_info, job_
 event_type, user, scheduling_class, priority, cpu_request, memory_request, disk_request,
 different_machines_restriction) are replayed in timestamp order, each row at its own (compressed) time, with its
 machine as the event's key, so a query can compute real aggregates such as the load per machine (the SEEP thesis'
-query, digest_002 §5.2.3).
+query, §5.3.3, pp. 84-87).
 
 The raw parts stay where they are. The first use decompresses them once into a local cache outside the repository
 ($XDG_CACHE_HOME/elastic-streaming, default ~/.cache/elastic-streaming), keyed by the parts' checksums: the rows as

@@ -1,4 +1,4 @@
-"""Scaling policies as rule sets (the SEEP thesis, digest_002): model, safe parser, fluent builder, evaluator.
+"""Scaling policies as rule sets (the SEEP thesis, Rouaux 2014, ch. 4): model, safe parser, fluent builder, evaluator.
 
 Pure: no Spark, MLflow or I/O beyond reading the shipped catalogue, so policies are unit-tested in microseconds.
 """

@@ -1,4 +1,4 @@
-"""The thesis' embedded DSL (digest_002 §2.5) in Python, for policies written in code:
+"""The thesis' embedded DSL (§4.3.6, §4.4.3, pp. 50-58) in Python, for policies written in code:
 
     policy = rules(
         rule("Queue length is above 300 for 30 seconds")

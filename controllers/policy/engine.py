@@ -1,6 +1,7 @@
 """Evaluating a policy on a stream of readings: the thesis' rule evaluator with its intended semantics.
 
-Digest_002 §2.3-§2.6 and §7 fix what this does, and the policy's options settle what the thesis left open:
+The SEEP thesis' §4.2.2 and §4.3.5 (pp. 36-50) fix what this does, and the policy's options settle what it
+left open:
 - every reading younger than a trigger's window must be on the required side (no averaging);
 - the triggers of a rule are AND-ed; without a reading at or before now - (1 - history_tolerance) x window there
   is "not enough history", which leaves the trigger's state as it was;
@@ -101,7 +102,7 @@ class PolicyEngine:
         return actions
 
     def _update(self, state: _TriggerState, trigger, longest_s: float, now: float, value: float | None) -> None:
-        """SEEP's trigger (digest_002 §2.3; its ActionTrigger/TimeThreshold): every reading younger than the window
+        """SEEP's trigger (thesis §4.2.2, p. 39; its ActionTrigger/TimeThreshold): every reading younger than the window
         (now - T, now] must hold, and the history must reach back (1 - history_tolerance) x T — SEEP keeps the
         reading at the window's edge for that check without judging it. On Spark, where a reading only comes when a
         batch ends, the check asks that the history reaches back, however few readings the window holds."""
@@ -113,7 +114,7 @@ class PolicyEngine:
         enough = now - (1.0 - self.policy.options.history_tolerance) * trigger.for_at_least_s
         window = [v for t, v in state.history if t > now - trigger.for_at_least_s + EPS]
         if not window or state.history[0][0] > enough + EPS:
-            return  # not enough history: no change (digest_002 §6.1)
+            return  # not enough history: no change (thesis Alg. 4.3, p. 50)
         inclusive = self.policy.options.below == "inclusive"
         fired = all(trigger.holds(v, inclusive) for v in window)
         state.changed = fired != state.fired

@@ -1,4 +1,4 @@
-"""What a scaling policy is (digest_002 §2): rules of action, scale factor, limit, AND-ed triggers and a guard.
+"""What a scaling policy is (thesis §4.2, p. 35): rules of action, scale factor, limit, AND-ed triggers and a guard.
 
 The model is plain frozen data so a policy can be built three ways — parsed from YAML/JSON, written with the fluent
 builder, or constructed directly — and always logged back as the same canonical dictionary (`to_dict`), which is
@@ -35,9 +35,9 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
 METRIC_ALIASES = {"backlog": "queue-length", "utilization": "utilisation"}
 AGGREGATES = ("sum", "mean", "max", "job")
 
-# options for the ambiguities digest_002 §7 lists; the defaults are the project's choices (README "Scaling policies")
-BELOW = ("strict", "inclusive")  # §7.5: `below v` as value < v (the code) or value <= v (the pseudo-code)
-GUARDS = ("enforced", "ignored")  # §7.11: the thesis' semantics, or what its code actually did
+# options for the thesis' ambiguities (pp. 36-50); the defaults are the project's choices (README "Scaling policies")
+BELOW = ("strict", "inclusive")  # Alg. 4.3, p. 50: `below v` as value < v (the code) or value <= v (the pseudo-code)
+GUARDS = ("enforced", "ignored")  # §4.2.2, p. 40: the thesis' semantics, or what its code actually did
 EDGES = ("rule", "every-trigger")  # rule: act when the AND of the triggers becomes true; every-trigger: the
 #                                     code's literal `fired && changed` for each trigger in the same evaluation
 
@@ -45,15 +45,15 @@ EDGES = ("rule", "every-trigger")  # rule: act when the AND of the triggers beco
 # are interpretations of the thesis to compare, not knobs to tune, so only the numeric ones carry a search range.
 OPTIONS: dict[str, Param] = {
     "sampling_period": Param(float, 5.0, "seconds between the readings the rules judge (SEEP's monitorInterval, "
-                                         "digest_002 §2.6); in a policy file also '30s', '5min'",
+                                         "thesis §5.2.5, p. 74); in a policy file also '30s', '5min'",
                              minimum=0.0, open_minimum=True, search=SearchRange(1.0, 20.0)),
     "below": Param(str, "strict", "`below v` as value < v (strict, the thesis' code) or value <= v (inclusive, its "
-                                  "pseudo-code; §7.5)", choices=BELOW),
+                                  "pseudo-code; Alg. 4.3, p. 50)", choices=BELOW),
     "history_tolerance": Param(float, 0.1, "a trigger's window counts as covered when the readings span at least "
-                                           "(1 - tolerance) x the window, a fraction in [0, 1) (§7.4)",
+                                           "(1 - tolerance) x the window, a fraction in [0, 1) (Alg. 4.3, p. 50)",
                                minimum=0.0, search=SearchRange(0.0, 0.5)),
     "guards": Param(str, "enforced", "`with_no_..._since` guards as the thesis describes them (enforced) or as its "
-                                     "code behaved (ignored; §7.11)", choices=GUARDS),
+                                     "code behaved (ignored; §4.2.2, p. 40)", choices=GUARDS),
     "edge": Param(str, "rule", "act when the AND of a rule's triggers becomes true (rule), or the code's literal "
                                "`fired && changed` per trigger in one evaluation (every-trigger)", choices=EDGES),
 }
@@ -120,7 +120,7 @@ class Limit:
     amount: float
 
     def blocks(self, action: str, new_size: int, initial_size: int) -> bool:
-        """Block semantics (§2.4): an action that would cross the limit does not run at all (no clamping)."""
+        """Block semantics (§4.2.2, p. 40): an action that would cross the limit does not run at all (no clamping)."""
         bound = self.amount if self.kind == "nodes" else self.amount * initial_size
         return new_size > bound if action == "scale-out" else new_size < bound
 

@@ -1,4 +1,4 @@
-"""AUTOSCALE, checked against digest_001: both decision tables row by row, the quantification examples, eq. 2's
+"""AUTOSCALE, checked against the paper (§3-§5): both decision tables row by row, the quantification examples, eq. 2's
 degeneracy, one iteration computed by hand, bad configurations, and the paper's qualitative results on the plant."""
 import math
 
@@ -14,7 +14,7 @@ from simulator.plant import chain, simulate
 OPS = ("parse", "enrich", "aggregate", "sink")
 
 
-# Table 1 (digest_001 §2.8): rows = trend, columns = activity class
+# Table 1 (§4.1, p. 62): rows = trend, columns = activity class
 @pytest.mark.parametrize("trend, activity, expected", [
     (-1.0, "low", SCALE_IN), (-1.0, "normal", NOTHING), (-1.0, "strong", NOTHING), (-1.0, "critical", SCALE_OUT),
     (0.0, "low", SCALE_IN), (0.0, "normal", NOTHING), (0.0, "strong", NOTHING), (0.0, "critical", SCALE_OUT),
@@ -24,7 +24,7 @@ def test_local_decision_table(trend, activity, expected):
     assert local_action(activity, trend) == expected
 
 
-# Table 2 (digest_001 §2.9): rows = predominant upstream action, columns = local decision
+# Table 2 (§4.2, p. 63): rows = predominant upstream action, columns = local decision
 @pytest.mark.parametrize("upstream, local, expected", [
     (NOTHING, NOTHING, NOTHING), (NOTHING, SCALE_IN, SCALE_IN), (NOTHING, SCALE_OUT, SCALE_OUT),
     (SCALE_IN, NOTHING, NOTHING), (SCALE_IN, SCALE_IN, SCALE_IN), (SCALE_IN, SCALE_OUT, SCALE_OUT),
@@ -226,7 +226,7 @@ def run_on_plant(name, params):
 
 
 def test_the_papers_qualitative_results_on_the_plant_model():
-    """digest_001 §6.8 checks 1-3 on the plant. Only what the method guarantees is asserted: a linear extrapolation
+    """§5.2's results (pp. 65-66) on the plant. Only what the method guarantees is asserted: a linear extrapolation
     with ceil(d x NdA) sizing (NdA -> 1, no headroom) lags an exponential rise, so latency is bounded but not low."""
     runs = {"min": run_on_plant("static", {}), "expt": run_on_plant("static", {"degrees": {"enrich": 5}}),
             "as_min": run_on_plant("autoscale", {}),

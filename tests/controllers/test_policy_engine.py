@@ -1,4 +1,4 @@
-"""The rule evaluator's semantics (digest_002 §2.3-§2.6, §6.1, §7), one property per test, on hand-fed readings."""
+"""The rule evaluator's semantics (SEEP thesis §4.2.2, §4.3.5), one property per test, on hand-fed readings."""
 from controllers.policy import PolicyEngine, PolicyOptions, above, absolute, below, factor, nodes, relative, rule, rules
 from controllers.policy.builder import seconds
 
@@ -70,7 +70,7 @@ def test_never_below_is_a_floor_and_scale_in_stops_at_one():
     engine = PolicyEngine(policy, ["a"], {"a": 3})
     sizes = {"a": 3}
     actions = feed(engine, [0, 0, 5, 0, 0, 5, 0, 0], sizes)
-    # 3 -> 2 lands above the floor of 1: allowed (the thesis' code would have blocked it, digest_002 §7.10)
+    # 3 -> 2 lands above the floor of 1: allowed (the thesis' code would have blocked it; floor: §4.2.2, p. 37)
     assert [(a.old_size, a.new_size, a.executed) for a in actions] == [(3, 2, True), (2, 1, True), (1, 1, False)]
     assert "floor of 1" in actions[-1].reason
 

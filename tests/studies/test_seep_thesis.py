@@ -1,4 +1,4 @@
-"""The SEEP thesis' simulated tests T1-T6 (digest_002 §5.1; expected outcomes §6.5), on the tuple-at-a-time queue
+"""The SEEP thesis' simulated tests T1-T6 (§5.2.2-5.2.7, pp. 68-78), on the tuple-at-a-time queue
 model with the thesis' lambda and mu and the catalogue's policies (the same files a Spark run uses).
 
 Timing: readings every 5 s (at 5, 10, 15 ... s); a trigger judges the readings younger than its window, so a rule

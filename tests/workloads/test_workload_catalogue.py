@@ -132,7 +132,7 @@ def test_noise_is_mean_one_and_seeded():
 def test_sousa_variable_matches_the_digest_total():
     s = Schedule(load_workload("sousa-variable"))
     assert len(s.spec.streams) == 13 and s.spec.total_keys == 13 * 50
-    assert abs(s.total_events - 2.34e6) < 0.01 * 2.34e6  # digest_000 §3.3: about 2.34 M events per run
+    assert abs(s.total_events - 2.34e6) < 0.01 * 2.34e6  # Sousa 2014 App. A (pp. 67-73): about 2.34 M events per run
 
 
 # ---- placement, streams and keys ----------------------------------------------------------------------------
