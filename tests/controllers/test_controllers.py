@@ -94,45 +94,6 @@ def test_loop_rejects_invalid_decisions_without_applying_them():
     assert not loop.log[-1].accepted and "outside [1, 8]" in loop.log[-1].reason
 
 
-PLANT = chain([("parse", 0.00002), ("enrich", 0.0004), ("aggregate", 0.00005), ("sink", 0.00002)],
-              trigger_interval_s=2.0, slots=4, max_degree=8)
-
-
-def test_plant_static_congests_when_capacity_is_short():
-    # enrich needs 3000/s * 0.4 ms = 1.2 s of work per second: more than one task can give
-    run = simulate(PLANT, ConstantArrivals(3000, 60), ControlLoop(build_controller("static", {}, OPS, 8)), 60)
-    durations = [b.snapshot.batch_duration_s for b in run.batches]
-    assert durations[-1] > durations[1] * 3, "batches grow without bound"
-    assert run.latencies().max() > 20
-
-
-def test_plant_threshold_scales_enrich_and_keeps_latency_bounded():
-    loop = ControlLoop(build_controller("threshold", {"cooldown_s": 4}, OPS, 8))
-    run = simulate(PLANT, ConstantArrivals(3000, 60), loop, 60)
-    final = run.batches[-1].snapshot.degrees
-    assert final["enrich"] >= 2 and final["parse"] == 1
-    assert sum(1 for d in run.decisions if d.changed) >= 1
-    tail = [b.snapshot.latency_p99_s for b in run.batches if b.start_s > 30]
-    assert max(tail) < 6
-
-
-def test_plant_is_deterministic():
-    def once():
-        loop = ControlLoop(build_controller("threshold", {}, OPS, 8))
-        return [(b.snapshot.batch_duration_s, tuple(b.snapshot.degrees.values()))
-                for b in simulate(PLANT, ConstantArrivals(2500, 30), loop, 30).batches]
-
-    assert once() == once()
-
-
-def test_plant_decision_takes_effect_in_the_next_batch():
-    loop = ControlLoop(build_controller("threshold", {"cooldown_s": 0}, OPS, 8))
-    run = simulate(PLANT, ConstantArrivals(3000, 20), loop, 20)
-    for record in run.decisions:
-        if record.changed and record.batch_id + 1 < len(run.batches):
-            assert run.degrees_at(record.batch_id + 1) == record.after
-
-
 def test_registry_lists_the_builtins():
     assert {"static", "threshold"} <= set(controllers.registered())
 
