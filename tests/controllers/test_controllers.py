@@ -1,10 +1,9 @@
-"""Controllers on the plant model and on hand-made snapshots: no Spark, microseconds each."""
+"""Controllers on hand-made snapshots: no Spark, microseconds each (on the simulator: tests/simulator)."""
 import pytest
 
 import controllers
 from controllers import ConfigError, ControlLoop, Decision, OperatorMetrics, Snapshot, build_controller
 from controllers.base import Controller, register
-from simulator.plant import ConstantArrivals, chain, simulate
 
 OPS = ("parse", "enrich", "aggregate", "sink")
 
