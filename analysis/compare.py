@@ -11,6 +11,7 @@ import sys
 
 import pandas as pd
 
+from analysis.decision import slo_target_of
 from analysis.runs import load_runs
 from analysis.stats import pareto_front, rank
 from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
@@ -28,7 +29,7 @@ def compare(runs: pd.DataFrame, slo_target: float | None = None) -> str:
     lines = []
     for workload, group in runs.groupby("workload", sort=True):
         finished = group[group["status"] == "FINISHED"]
-        target = slo_target if slo_target is not None else float(group["slo_target"].dropna().max() or 0.95)
+        target = slo_target_of(group, slo_target)
         lines.append(f"workload {workload}  (SLO target {target:.0%} of events within the bound; mean [95 % CI] "
                      f"over seeds)")
         if finished.empty:

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.stats import ALPHA, permutation_test, rank
+from params.run import RUN_SETTINGS
 
 MIN_MARGIN = 0.05  # project's choice: a 5 % better cost (or attainment) is worth a change of configuration
 
@@ -33,7 +34,10 @@ class Incumbent:
 
 
 @dataclass
-class Decision:
+class PromotionDecision:
+    """Whether a workload class's champion changes, and why (not a controller's scaling decision,
+    controllers.types.Decision)."""
+
     workload_class: str
     promote: bool
     challenger: str | None
@@ -55,6 +59,16 @@ class Decision:
         else:
             head = f"{self.workload_class}: keep " + (self.champion or "no champion")
         return head + " — " + "; ".join(self.reasons)
+
+
+def slo_target_of(runs: pd.DataFrame, given: float | None = None) -> float:
+    """The SLO target the runs are judged against: `given`, else the one they recorded (the highest, if they differ),
+    else the declared default (params.run)."""
+    if given is not None:
+        return given
+    recorded = runs["slo_target"].dropna() if "slo_target" in runs else pd.Series(dtype=float)
+    recorded = recorded[recorded > 0]
+    return float(recorded.max()) if len(recorded) else RUN_SETTINGS["slo_target"].default
 
 
 def _runs_of(runs: pd.DataFrame, config_id: str) -> pd.DataFrame:
@@ -80,7 +94,8 @@ def completeness(runs: pd.DataFrame, expected_seeds: set[int]) -> dict[str, str]
 
 
 def decide(workload_class: str, runs: pd.DataFrame, incumbent: Incumbent | None, slo_target: float,
-           expected_seeds: set[int] | None = None, min_margin: float = MIN_MARGIN, alpha: float = ALPHA) -> Decision:
+           expected_seeds: set[int] | None = None, min_margin: float = MIN_MARGIN,
+           alpha: float = ALPHA) -> PromotionDecision:
     """Apply the promotion rule (module docstring) to the runs of one suite on one workload class."""
     champion_label = incumbent.config if incumbent else None
     if expected_seeds is None:
@@ -90,8 +105,8 @@ def decide(workload_class: str, runs: pd.DataFrame, incumbent: Incumbent | None,
     evidence: dict[str, Any] = {"slo_target": slo_target, "expected_seeds": sorted(expected_seeds),
                                 "min_margin": min_margin, "alpha": alpha, "incomplete": incomplete}
 
-    def keep(*why: str) -> Decision:
-        return Decision(workload_class, False, None, champion_label, [*why, *reasons], evidence)
+    def keep(*why: str) -> PromotionDecision:
+        return PromotionDecision(workload_class, False, None, champion_label, [*why, *reasons], evidence)
 
     complete = runs[~runs["config"].isin(incomplete) & (runs["status"] == "FINISHED")]
     if complete.empty:
@@ -112,19 +127,21 @@ def decide(workload_class: str, runs: pd.DataFrame, incumbent: Incumbent | None,
         return keep(f"the champion {champion_label} ranks first")
     challenger_id = complete.loc[complete["config"] == first["config"], "config_id"].iloc[0]
     if incumbent is None:
-        return Decision(workload_class, True, first["config"], None,
-                        [f"no champion yet; {first['config']} ranks first among complete configurations and meets "
-                         f"the SLO target ({first['slo_attainment']:.1%}, cost {first['cost_slot_seconds']:.0f} "
-                         "slot-s)", *reasons], evidence, challenger_config_id=challenger_id)
+        return PromotionDecision(
+            workload_class, True, first["config"], None,
+            [f"no champion yet; {first['config']} ranks first among complete configurations and meets the SLO target "
+             f"({first['slo_attainment']:.1%}, cost {first['cost_slot_seconds']:.0f} slot-s)", *reasons], evidence,
+            challenger_config_id=challenger_id)
     champion_runs = _runs_of(runs, incumbent.config_id)
     champion_finished = champion_runs[champion_runs["status"] == "FINISHED"]
     if champion_runs.empty:
         return keep(f"the champion {champion_label} was not run in this suite, so {first['config']} cannot be "
                     "compared with it on the same suite")
     if champion_finished.empty:
-        return Decision(workload_class, True, first["config"], champion_label,
-                        [f"the champion {champion_label} failed every run of this suite; {first['config']} completed "
-                         "them and meets the SLO target", *reasons], evidence, challenger_config_id=challenger_id)
+        return PromotionDecision(
+            workload_class, True, first["config"], champion_label,
+            [f"the champion {champion_label} failed every run of this suite; {first['config']} completed them and "
+             "meets the SLO target", *reasons], evidence, challenger_config_id=challenger_id)
     challenger_runs = _runs_of(complete, challenger_id)
     champion_meets = champion_finished["slo_attainment"].mean() >= slo_target
     metric = "cost_slot_seconds" if champion_meets else "slo_attainment"
@@ -143,7 +160,7 @@ def decide(workload_class: str, runs: pd.DataFrame, incumbent: Incumbent | None,
     if p >= alpha:
         return keep(f"{first['config']} is better than the champion {champion_label} but not significantly "
                     f"(p >= {alpha}): {numbers}")
-    return Decision(workload_class, True, first["config"], champion_label,
-                    [f"{first['config']} beats the champion {champion_label} on {what} by at least "
-                     f"{min_margin:.0%} and significantly: {numbers}", *reasons], evidence,
-                    challenger_config_id=challenger_id)
+    return PromotionDecision(workload_class, True, first["config"], champion_label,
+                             [f"{first['config']} beats the champion {champion_label} on {what} by at least "
+                              f"{min_margin:.0%} and significantly: {numbers}", *reasons], evidence,
+                             challenger_config_id=challenger_id)

@@ -18,6 +18,7 @@ from analysis.promote import promote_suite
 from analysis.report import report_for_parent
 from analysis.suite import SuiteError, SuiteRequest, open_parent, run_suite, timestamped
 from analysis.table import format_table
+from params.run import RUN_SETTINGS
 from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 
 # ConfMin (everything at degree 1), ConfExpt (enrich sized for the step's peak), and the reactive controller.
@@ -30,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workload", default="step")
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--slo-latency", type=float, default=5.0)
+    slo = RUN_SETTINGS["slo_latency_s"]
+    ap.add_argument("--slo-latency", type=float, default=slo.default, help=f"{slo.doc} (default {slo.default:g})")
     ap.add_argument("--variant", action="append", help="controller[:param=value,...] (repeatable)")
     ap.add_argument("--master", default="local[4]")
     ap.add_argument("--experiment", default=DEFAULT_EXPERIMENT)

@@ -5,10 +5,10 @@ predictor and a naive one on held-back windows, register them, and move the regi
     python -m analysis.load_predictors --report docs/predictors.md --traces azure_llm_2023_code nasa_http_1995
 
 The five steps are separate functions over one work directory so the training DAG runs each as a task:
-collect (series.npz) -> train (candidates/*.pkl) -> evaluate (evaluation.json) -> register (registered.json) ->
-choose_champion (champion.json). Every series is split by time: the first `train_fraction` of its windows train,
-the rest (after a gap of one window, so no target overlaps a training input) are held back for evaluation and for
-the champion decision. Nothing from the future of a held-back window is ever seen in training.
+collect (series.npz) -> train (candidates/*.pkl) -> evaluate (evaluation.json) -> register_predictors
+(registered.json) -> choose_champion (champion.json). Every series is split by time: the first `train_fraction` of
+its windows train, the rest (after a gap of one window, so no target overlaps a training input) are held back for
+evaluation and for the champion decision. Nothing from the future of a held-back window is ever seen in training.
 
 The task (the project's choices, recorded with every model): from the last FEATURE_LAGS sub-intervals' rates,
 predict the mean rate of the next `horizon` sub-intervals (one AUTOSCALE iteration: Δ = horizon × step), as a
@@ -30,14 +30,16 @@ import numpy as np
 import pandas as pd
 
 from controllers.forecast import FEATURE_LAGS, PaperPredictor, feature_names, features
+from params.run import RUN_SETTINGS
 
 REGISTERED_MODEL = "load-predictor"
 # skops (MLflow's default sklearn format) refuses types it cannot bound-check; these are our own fitted trees
 TRUSTED_TYPES = ["sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"]
 CHAMPION_ALIAS = "champion"
 EXPERIMENT = "load-predictors"
-DEFAULTS = {"step_s": 2.0, "horizon": 5, "train_fraction": 0.7, "max_points": 20000, "under_weight": 2.0,
-            "min_improvement": 0.01}
+# a sub-interval is one micro-batch: the runs' trigger interval
+DEFAULTS = {"step_s": RUN_SETTINGS["trigger_s"].default, "horizon": 5, "train_fraction": 0.7, "max_points": 20000,
+            "under_weight": 2.0, "min_improvement": 0.01}
 
 
 class PredictorError(ValueError):
@@ -247,8 +249,8 @@ def evaluate(work: Path, under_weight: float = DEFAULTS["under_weight"], step_s:
 
 # ---------------------------------------------------------------- register and champion
 
-def register(work: Path, tracking_uri: str, experiment: str = EXPERIMENT, model_name: str = REGISTERED_MODEL
-             ) -> dict[str, str]:
+def register_predictors(work: Path, tracking_uri: str, experiment: str = EXPERIMENT,
+                        model_name: str = REGISTERED_MODEL) -> dict[str, str]:
     """Log every candidate as an MLflow model (signature, input example) under one parent run; register each."""
     import mlflow
     import sklearn
@@ -365,7 +367,7 @@ def run_all(work: Path, tracking_uri: str, traces: list[str] | None, runs_experi
                     o["max_points"])
     train(work, o["horizon"], o["train_fraction"])
     scores = evaluate(work, o["under_weight"], o["step_s"])
-    versions = register(work, tracking_uri)
+    versions = register_predictors(work, tracking_uri)
     decision = choose_champion(work, tracking_uri, o["min_improvement"], o["under_weight"], o["step_s"])
     return {"series": sizes, "scores": scores, "versions": versions, "decision": decision, "options": o}
 

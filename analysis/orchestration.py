@@ -17,7 +17,7 @@ from analysis.promote import promote_suite
 from analysis.regression import DEFAULT_TOLERANCE, compare_suites, listing
 from analysis.report import report_for_parent
 from analysis.runs import load_runs
-from analysis.suite import SuiteRequest, open_parent
+from analysis.suite import REQUEST_FIELDS, SuiteRequest, open_parent
 from jobs.champion import CHAMPION_ALIAS, model_name
 from jobs.recording.recorder import REPO_ROOT
 
@@ -52,8 +52,7 @@ def prepare(params: dict[str, Any], *, tracking_uri: str, experiment: str, kind:
             include_champions: bool = True, request: SuiteRequest | None = None) -> dict[str, Any]:
     """Validate (raises SuiteError before anything is created), add the champions, open the parent run, and return
     what the Spark tasks need: one jobs/run.py argument list per case, in map-index order."""
-    request = request or SuiteRequest.from_mapping({k: v for k, v in params.items() if k in (
-        "controllers", "workloads", "seeds", "duration_s", "slo_latency_s", "slo_target")})
+    request = request or SuiteRequest.from_mapping({k: v for k, v in params.items() if k in REQUEST_FIELDS})
     champions = champion_variants(tracking_uri, request.workloads) if include_champions else {}
     extra = tuple(v for v in dict.fromkeys(champions.values()) if v not in request.variants)
     if extra:

@@ -33,7 +33,7 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from analysis.decision import MIN_MARGIN, Decision, Incumbent, decide
+from analysis.decision import MIN_MARGIN, Incumbent, PromotionDecision, decide, slo_target_of
 from analysis.runs import load_runs
 from analysis.stats import ALPHA
 from jobs.champion import CHAMPION_ALIAS, CONFIG_FILE, model_name
@@ -85,7 +85,8 @@ def current_champion(client: MlflowClient, model: str) -> Incumbent | None:
     return Incumbent(str(version.version), version.tags.get("config", "?"), version.tags.get("config_id", ""))
 
 
-def _register(client: MlflowClient, decision: Decision, runs: pd.DataFrame, parent_run_id: str) -> str:
+def _register(client: MlflowClient, decision: PromotionDecision, runs: pd.DataFrame,
+              parent_run_id: str) -> str:
     """Log the challenger's configuration to the parent run and register it; returns the new version."""
     model = model_name(decision.workload_class)
     with contextlib.suppress(MlflowException):
@@ -117,14 +118,14 @@ def _logged_params(client: MlflowClient, run_id: str) -> dict:
 
 def promote_suite(tracking_uri: str, parent_run_id: str, runs: pd.DataFrame | None = None,
                   slo_target: float | None = None, min_margin: float = MIN_MARGIN, alpha: float = ALPHA,
-                  expected_seeds: set[int] | None = None) -> list[Decision]:
+                  expected_seeds: set[int] | None = None) -> list[PromotionDecision]:
     """Decide and promote per workload class of the suite; log every decision to the parent run."""
     client = MlflowClient(tracking_uri)
     if runs is None:
         runs = load_runs(tracking_uri, parent_run_id=parent_run_id)
     decisions = []
     for workload, group in runs.groupby("workload", sort=True):
-        target = slo_target if slo_target is not None else float(group["slo_target"].dropna().max() or 0.95)
+        target = slo_target_of(group, slo_target)
         model = model_name(workload)
         with promotion_lock(client, model):
             incumbent = current_champion(client, model)  # read under the lock: a concurrent winner is seen here

@@ -22,7 +22,7 @@ from mlflow.tracking import MlflowClient
 
 from analysis import decision as decision_rule
 from analysis import stats
-from analysis.decision import Decision
+from analysis.decision import PromotionDecision, slo_target_of
 from analysis.figures import interval_bars_png, pareto_png, workload_timelines_png
 from analysis.runs import load_runs
 from jobs.recording.recorder import default_tracking_uri
@@ -100,7 +100,7 @@ def _verdict(ranked: pd.DataFrame, target: float) -> str:
     return text + "</p>"
 
 
-def _decision_html(d: Decision) -> str:
+def _decision_html(d: PromotionDecision) -> str:
     cls = "promote" if d.promote else "keep"
     verb = (f"promoted <b>{html.escape(d.challenger)}</b>" + (f" (model version {d.new_version})" if d.new_version
                                                              else "")) if d.promote else "kept the champion"
@@ -134,7 +134,7 @@ def _figures(client: MlflowClient, workload: str, finished: pd.DataFrame, ranked
 
 
 def _workload_section(client: MlflowClient, workload: str, group: pd.DataFrame, target: float,
-                      decision: Decision | None, figures: Path, scratch: Path) -> str:
+                      decision: PromotionDecision | None, figures: Path, scratch: Path) -> str:
     slo_latency = group["slo_latency_s"].dropna().max()
     part = [f'<h2 id="w-{workload}">Workload {html.escape(workload)}</h2>',
             f"<p>SLO: latency ≤ {slo_latency:g} s for {target:.0%} of events. Means over seeds with 95 % "
@@ -165,7 +165,7 @@ def _workload_section(client: MlflowClient, workload: str, group: pd.DataFrame, 
 
 
 def write_report(client: MlflowClient, runs: pd.DataFrame, out_dir: Path, title: str,
-                 decisions: Sequence[Decision] = (), slo_target: float | None = None,
+                 decisions: Sequence[PromotionDecision] = (), slo_target: float | None = None,
                  parent_run_id: str | None = None) -> Path:
     """Write report.html (figures embedded) and figures/*.png into out_dir; returns the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -174,7 +174,7 @@ def write_report(client: MlflowClient, runs: pd.DataFrame, out_dir: Path, title:
     with tempfile.TemporaryDirectory() as tmp:
         for workload, group in runs.groupby("workload", sort=True):
             index.append(f'<li><a href="#w-{workload}">{html.escape(workload)}</a></li>')
-            target = slo_target if slo_target is not None else float(group["slo_target"].dropna().max() or 0.95)
+            target = slo_target_of(group, slo_target)
             sections.append(_workload_section(client, workload, group, target, by_class.get(workload),
                                               out_dir / "figures", Path(tmp)))
     rules = (f'<div class="rule"><p><b>Ranking rule.</b> {html.escape(_rule_text(stats.__doc__, "RANKING RULE."))}'
@@ -205,7 +205,7 @@ def _code_version() -> str:
 
 
 def report_for_parent(tracking_uri: str, parent_run_id: str, out_dir: Path | None = None,
-                      decisions: Sequence[Decision] = (), log: bool = True) -> Path:
+                      decisions: Sequence[PromotionDecision] = (), log: bool = True) -> Path:
     """Report on the child runs of a parent run; logged to it under report/ (unless log=False)."""
     client = MlflowClient(tracking_uri)
     parent = client.get_run(parent_run_id)
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _logged_decisions(client: MlflowClient, parent_run_id: str) -> list[Decision]:
+def _logged_decisions(client: MlflowClient, parent_run_id: str) -> list[PromotionDecision]:
     """The promotion decisions already logged to the parent run, so a re-generated report still shows them."""
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -247,7 +247,7 @@ def _logged_decisions(client: MlflowClient, parent_run_id: str) -> list[Decision
                              .read_text())
         except Exception:
             return []
-    return [Decision(**d) for d in raw]
+    return [PromotionDecision(**d) for d in raw]
 
 
 if __name__ == "__main__":

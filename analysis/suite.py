@@ -22,7 +22,19 @@ import controllers
 from jobs.config import param_value
 from jobs.recording.recorder import REPO_ROOT, ensure_experiment
 from jobs.topology import load_topology
+from params.declare import Param, ParamError
+from params.run import RUN_SETTINGS
 from workloads import WorkloadError, load_workload
+
+# The run settings a suite sets for all its cases, declared in params.run (defaults, bounds, meaning) like the
+# command line's and the DAGs' Params; a suite's own length setting is declared the same way.
+SUITE_SETTINGS: dict[str, Param] = {
+    "duration_s": Param(float, None, "seconds of workload per run (default: the workload's own length)",
+                        minimum=0.0, open_minimum=True),
+    **{key: RUN_SETTINGS[key] for key in ("slo_latency_s", "slo_target")},
+}
+# what a request (DAG params, a suite file) may hold
+REQUEST_FIELDS = ("controllers", "workloads", "seeds", *SUITE_SETTINGS)
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -76,9 +88,9 @@ class SuiteRequest:
     variants: tuple[str, ...]
     workloads: tuple[str, ...]
     seeds: tuple[int, ...]
-    duration_s: float | None = None
-    slo_latency_s: float = 5.0
-    slo_target: float = 0.95
+    duration_s: float | None = SUITE_SETTINGS["duration_s"].default
+    slo_latency_s: float = SUITE_SETTINGS["slo_latency_s"].default
+    slo_target: float = SUITE_SETTINGS["slo_target"].default
     tolerance: dict[str, float] | None = None  # for regression checks: relative worsening allowed per metric
     topology: str = "default"  # a named topology (jobs.topology.NAMED_TOPOLOGIES) or a YAML file
 
@@ -110,16 +122,16 @@ class SuiteRequest:
         elif len(set(seeds)) != len(seeds):
             problems.append(f"{at('seeds')}: seeds repeat: {seeds}")
         numbers = {}
-        for key, default, upper in (("duration_s", None, None), ("slo_latency_s", 5.0, None), ("slo_target", 0.95, 1)):
-            value = raw.get(key, default)
-            if value is None:
+        for key, spec in SUITE_SETTINGS.items():
+            value = raw.get(key, spec.default)
+            if value is None and spec.default is None:
                 numbers[key] = None
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or (
-                    upper is not None and value > upper):
-                bound = f" and <= {upper}" if upper else ""
-                problems.append(f"{at(key)}: expected a number > 0{bound}, got {value!r}")
-            numbers[key] = value
+            try:
+                numbers[key] = spec.check(at(key), key, value)
+            except ParamError as exc:  # "<where>: parameter 'key' must be ..." -> "<where>: must be ..."
+                problems.append(f"{at(key)}: {str(exc).removeprefix(f'{at(key)}: parameter {key!r} ')}")
+                numbers[key] = spec.default
         tolerance = raw.get("tolerance")
         if tolerance is not None:
             from analysis.stats import HIGHER_IS_BETTER
@@ -130,8 +142,7 @@ class SuiteRequest:
                 problems.append(f"{at('tolerance')}: expected {{metric: fraction >= 0}} with metrics among "
                                 f"{', '.join(HIGHER_IS_BETTER)}, got {tolerance!r}")
                 tolerance = None
-        unknown = sorted(set(raw) - {"controllers", "workloads", "seeds", "duration_s", "slo_latency_s",
-                                     "slo_target", "tolerance", "description"})
+        unknown = sorted(set(raw) - {*REQUEST_FIELDS, "tolerance", "description"})
         if unknown:
             problems.append(f"{where}: unknown field(s) {', '.join(unknown)}")
         operators = load_topology("default").names
@@ -144,7 +155,7 @@ class SuiteRequest:
                     if not sep:
                         raise controllers.ConfigError(f"parameter {p!r}: expected NAME=VALUE")
                     values[key.strip()] = param_value(value)
-                controllers.build_controller(name, values, operators, max_degree=8)
+                controllers.build_controller(name, values, operators, max_degree=RUN_SETTINGS["max_degree"].default)
             except controllers.ConfigError as exc:
                 problems.append(f"{at(f'controllers[{i}]')} {variant!r}: {exc}")
         for i, workload in enumerate(workloads):

@@ -22,7 +22,8 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import Param, TriggerRule, dag, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-from elastic_streaming import LINK_XCOM_KEY, OWNER, experiment_name, run_url, submit_cases, tracking_uri
+from elastic_streaming import (LINK_XCOM_KEY, OWNER, experiment_name, run_setting_param, run_url, submit_cases,
+                               tracking_uri)
 
 
 @dag(
@@ -43,9 +44,8 @@ from elastic_streaming import LINK_XCOM_KEY, OWNER, experiment_name, run_url, su
         "seeds": Param([1, 2, 3, 4], type="array", items={"type": "integer", "minimum": 0}, minItems=1,
                        description="one run per seed; >= 4 seeds are needed for a significant difference"),
         "duration_s": Param(60, type="number", exclusiveMinimum=0, description="seconds of workload per run"),
-        "slo_latency_s": Param(5.0, type="number", exclusiveMinimum=0, description="latency bound, seconds"),
-        "slo_target": Param(0.95, type="number", exclusiveMinimum=0, maximum=1,
-                            description="fraction of events that must meet the bound"),
+        "slo_latency_s": run_setting_param("slo_latency_s"),  # declared once, in params/run.py
+        "slo_target": run_setting_param("slo_target"),
         "spark_conn_id": Param("spark_default", type="string", minLength=1,
                                description="Airflow connection of the Spark master (local[N] or spark://host:port)"),
         "include_champions": Param(True, type="boolean", description="add each workload's champion to the runs"),
@@ -57,12 +57,11 @@ def elastic_experiment():
     def validate(params=None) -> dict:
         from airflow.sdk import Connection
 
-        from analysis.suite import SuiteError, SuiteRequest
+        from analysis.suite import REQUEST_FIELDS, SuiteError, SuiteRequest
 
         problems = []
         try:
-            SuiteRequest.from_mapping({k: params[k] for k in ("controllers", "workloads", "seeds", "duration_s",
-                                                             "slo_latency_s", "slo_target")})
+            SuiteRequest.from_mapping({k: params[k] for k in REQUEST_FIELDS})
         except SuiteError as exc:
             problems.append(str(exc))
         try:

@@ -22,7 +22,8 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowFailException
-from elastic_streaming import LINK_XCOM_KEY, OWNER, SPARK_POOL, experiment_name, run_url, tracking_uri, work_dir
+from elastic_streaming import (LINK_XCOM_KEY, OWNER, SPARK_POOL, experiment_name, run_setting_param, run_url,
+                               tracking_uri, work_dir)
 
 
 @dag(
@@ -41,7 +42,7 @@ from elastic_streaming import LINK_XCOM_KEY, OWNER, SPARK_POOL, experiment_name,
         "learn_from_runs": Param(True, type="boolean",
                                  description="also learn from the arrivals recorded by the experiment runs"),
         "horizon": Param(5, type="integer", minimum=2, description="sub-intervals per AUTOSCALE iteration"),
-        "step_s": Param(2.0, type="number", exclusiveMinimum=0, description="sub-interval length (s)"),
+        "step_s": run_setting_param("trigger_s", description="sub-interval length (s): one micro-batch of the runs"),
         "train_fraction": Param(0.7, type="number", exclusiveMinimum=0, exclusiveMaximum=1),
         "max_points": Param(20000, type="integer", minimum=100, description="most recent sub-intervals per series"),
         "under_weight": Param(2.0, type="number", minimum=1, description="weight of under-predictions in the score"),
@@ -94,10 +95,10 @@ def elastic_predictor_training():
 
         from mlflow.tracking import MlflowClient
 
-        from analysis.load_predictors import register as register_candidates
+        from analysis.load_predictors import register_predictors
 
         work = Path(folder(dag_run))
-        versions = register_candidates(work, tracking_uri())
+        versions = register_predictors(work, tracking_uri())
         parent = json.loads((work / "registered.json").read_text())["parent_run_id"]
         run = MlflowClient(tracking_uri()).get_run(parent)
         ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(run.info.experiment_id, parent))

@@ -19,7 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from airflow.plugins_manager import AirflowPlugin
-from airflow.sdk import BaseOperatorLink, RetryDecision, RetryPolicy
+from airflow.sdk import BaseOperatorLink, Param, RetryDecision, RetryPolicy
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:  # tasks import analysis/ and jobs/ from the project
@@ -59,6 +59,16 @@ def work_dir(dag_id: str, run_id: str) -> Path:
     """A DAG run's scratch folder for files its tasks hand to each other (on a shared volume when workers differ)."""
     base = Path(_conf("work_dir", None) or PROJECT_ROOT / ".local" / "airflow-work")
     return base / dag_id / "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+
+
+def run_setting_param(name: str, **overrides) -> Param:
+    """The Airflow Param of a run setting declared in params.run (SLO, trigger, ...): its default, bounds and meaning
+    as declared once, so the trigger form checks what the command line checks. `overrides`: JSON Schema keywords
+    that differ (a description saying what the setting means to this DAG)."""
+    from params.run import RUN_SETTINGS  # pure Python, cheap: fine at parse time
+
+    spec = RUN_SETTINGS[name]
+    return Param(spec.default, **{**spec.json_schema(), **overrides})
 
 
 def run_url(experiment_id: str, run_id: str) -> str:

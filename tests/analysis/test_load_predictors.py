@@ -55,7 +55,7 @@ def test_training_evaluation_registry_and_champion_rule(work, uri, tmp_path):
     # the conservative variant under-predicts less often than the mean-seeking one
     assert results["gradient-boosting-q80"]["mean"]["under_rate"] < results["gradient-boosting"]["mean"]["under_rate"]
 
-    versions = lp.register(work, uri, experiment="predictors-test")
+    versions = lp.register_predictors(work, uri, experiment="predictors-test")
     assert sorted(versions) == ["gradient-boosting", "gradient-boosting-q80", "ridge"]
     client = mlflow.MlflowClient(uri)
     mv = client.get_model_version(lp.REGISTERED_MODEL, versions["ridge"])
@@ -65,7 +65,7 @@ def test_training_evaluation_registry_and_champion_rule(work, uri, tmp_path):
     champion = client.get_model_version_by_alias(lp.REGISTERED_MODEL, lp.CHAMPION_ALIAS)
     assert str(champion.version) == versions[first["best"]]
     # the same candidates again (new versions): not better than the champion on the same windows -> no move
-    lp.register(work, uri, experiment="predictors-test")
+    lp.register_predictors(work, uri, experiment="predictors-test")
     second = lp.choose_champion(work, uri)
     assert not second["moved"] and second["incumbent"] == str(champion.version) and "keep version" in second["verdict"]
     assert client.get_model_version_by_alias(lp.REGISTERED_MODEL, lp.CHAMPION_ALIAS).version == champion.version
@@ -84,7 +84,7 @@ def test_a_paper_predictor_that_wins_is_not_replaced(work, uri):
     np.savez_compressed(work / "series.npz", **series)
     lp.train(work, horizon=5, train_fraction=0.7)
     lp.evaluate(work)
-    lp.register(work, uri, experiment="predictors-test")
+    lp.register_predictors(work, uri, experiment="predictors-test")
     decision = lp.choose_champion(work, uri)
     assert not decision["moved"] and "does not beat the paper's predictor" in decision["verdict"]
 

@@ -5,6 +5,7 @@ import pytest
 
 from analysis.suite import Case, SuiteError, SuiteRequest, parse_variant
 from jobs.recording.recorder import REPO_ROOT
+from params.run import RUN_SETTINGS
 
 
 def test_a_valid_request_expands_to_cases_and_job_arguments():
@@ -17,6 +18,11 @@ def test_a_valid_request_expands_to_cases_and_job_arguments():
     assert args[:6] == ["--controller", "static", "--workload", "step", "--seed", "1"]
     assert ["--param", "degree=2"] == args[args.index("--param"):args.index("--param") + 2]
     assert "airflow.dag_id=d" in args and "variant=static:degree=2" in args and "--duration" in args
+    # the run settings not given are the declared ones (params.run), passed on to every job
+    assert (request.slo_latency_s, request.slo_target) == (RUN_SETTINGS["slo_latency_s"].default,
+                                                           RUN_SETTINGS["slo_target"].default)
+    assert args[args.index("--slo-latency") + 1] == str(RUN_SETTINGS["slo_latency_s"].default)
+    assert args[args.index("--slo-target") + 1] == str(RUN_SETTINGS["slo_target"].default)
 
 
 def test_every_problem_is_reported_at_once_naming_the_field():
@@ -26,16 +32,32 @@ def test_every_problem_is_reported_at_once_naming_the_field():
     lines = str(err.value).splitlines()
     assert "params.workloads: expected a non-empty list of names, got []" in lines
     assert "params.seeds: seeds repeat: [1, 1]" in lines
-    assert "params.slo_target: expected a number > 0 and <= 1, got 1.5" in lines
+    assert "params.slo_target: must be <= 1.0, got 1.5" in lines
     assert "params: unknown field(s) colour" in lines
     assert any(line.startswith("params.controllers[0] 'nope': unknown controller 'nope'") for line in lines)
     assert any(line.startswith("params.controllers[1] 'static:degree=0'") and ">= 1" in line for line in lines)
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("slo_latency_s", 0, "must be > 0.0, got 0.0"),
+    ("slo_latency_s", "5", "must be of type float, got '5'"),
+    ("slo_target", True, "must be of type float, got True"),
+    ("slo_target", 0.0, "must be > 0.0, got 0.0"),
+    ("duration_s", -1, "must be > 0.0, got -1.0"),
+])
+def test_run_settings_are_checked_against_their_declared_bounds(field, value, problem):
+    with pytest.raises(SuiteError) as err:
+        SuiteRequest.from_mapping({"controllers": ["static"], "workloads": ["step"], field: value})
+    assert str(err.value).splitlines() == [f"params.{field}: {problem}"]
 
 
 def test_a_suite_file_error_names_the_file_and_line(tmp_path):
     path = tmp_path / "suite.yaml"
     path.write_text("controllers:\n  - threshold\n  - static:degree=zero\nworkloads: [step]\nseeds: [1]\n")
     with pytest.raises(SuiteError, match=rf"^{path}:3: controllers\[1\] 'static:degree=zero': controller 'static'"):
+        SuiteRequest.from_file(path)
+    path.write_text("controllers: [threshold]\nworkloads: [step]\nslo_target: 2\n")
+    with pytest.raises(SuiteError, match=rf"^{path}:3: slo_target: must be <= 1.0, got 2.0$"):
         SuiteRequest.from_file(path)
     path.write_text("controllers: [threshold\n")
     with pytest.raises(SuiteError, match=rf"^{path}:2: not valid YAML"):

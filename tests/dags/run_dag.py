@@ -2,10 +2,23 @@
 fresh process so that each can have its own Airflow configuration: SQLite or PostgreSQL metadata).
 
     python tests/dags/run_dag.py DAG_ID '{"conf": ...}'
+
+The last line of stdout is the outcome; the exit code says which kind:
+  0  the DAG ran: {"state", "run_id", "tasks", "xcoms", "links"} (a failed run is an outcome too: its state says so)
+  1  the DAG files did not import: {"import_errors": {file: traceback tail}}
+  3  dag.test() raised before or while running (e.g. ParamValidationError: the conf does not match the Params):
+     {"error": exception type, "message", "trace"}
+Task logs are in stdout, each task's between "[DAG TEST] starting task_id=T map_index=M" and "[DAG TEST] end task
+task_id=T map_index=M" (dag.test() runs one task at a time); `task_logs` splits them.
 """
 import json
+import re
 import sys
 import traceback
+
+DID_NOT_RUN = 3
+_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d")  # a structured log line, not an exception's text
+_TASK_MARK = re.compile(r"\[DAG TEST\] (starting|end task) task_id=(\S+) map_index=(-?\d+)")
 
 
 def main() -> int:
@@ -25,7 +38,7 @@ def main() -> int:
     except Exception as exc:  # e.g. ParamValidationError: raised before any run is created
         print(json.dumps({"error": type(exc).__name__, "message": str(exc),
                           "trace": traceback.format_exc()[-2000:]}))
-        return 0
+        return DID_NOT_RUN
     tis = [{"task_id": t.task_id, "map_index": t.map_index, "state": str(t.state) if t.state else None,
             "try_number": t.try_number} for t in run.get_task_instances()]
     with create_session() as session:
@@ -53,6 +66,41 @@ def _links(dag_id: str, run_id: str) -> dict[str, dict[str, str]]:
             task = dag.get_task(ti.task_id)
             out[f"{ti.task_id}[{ti.map_index}]"] = {name: task.get_extra_links(ti, name) for name in task.extra_links}
     return out
+
+
+def task_logs(output: str) -> dict[str, str]:
+    """'task_id[map_index]' -> what that task logged (every try, in order), from this script's stdout."""
+    logs: dict[str, list[str]] = {}
+    current = None
+    for line in output.splitlines():
+        mark = _TASK_MARK.search(line)
+        if mark:
+            kind, task_id, index = mark.groups()
+            current = f"{task_id}[{index}]" if kind == "starting" else None
+            if kind == "starting":
+                logs.setdefault(current, [])
+            continue
+        if current is not None:
+            logs[current].append(line)
+    return {key: "\n".join(lines) for key, lines in logs.items()}
+
+
+def task_error(log: str) -> str | None:
+    """The exception a task's log ends with (type and full message, which may span lines), or None."""
+    lines = log.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    if not starts:
+        return None
+    rest = lines[starts[-1] + 1:]
+    first = next((i for i, line in enumerate(rest) if line and not line[0].isspace()), None)
+    if first is None:
+        return None
+    message = []
+    for line in rest[first:]:
+        if _LOG_LINE.match(line):
+            break
+        message.append(line)
+    return "\n".join(message).strip()
 
 
 def _load(value):

@@ -12,6 +12,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from deploy.airflow_env import airflow_env
+from params.run import RUN_SETTINGS
+from tests.dags.run_dag import DID_NOT_RUN, task_error, task_logs
 from tests.postgres import temporary_databases
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,15 +22,60 @@ pytestmark = pytest.mark.spark  # the DAGs submit real Spark jobs
 
 
 def run_dag(home: Path, dag_id: str, conf: dict, tracking_uri: str, database_url: str | None = None,
-            extra_env: dict | None = None) -> dict:
+            extra_env: dict | None = None, expect_error: str | None = None) -> dict:
+    """One DAG run through dag.test() in a fresh process: its outcome (state, tasks, XComs, links), all it logged
+    ("log") and each task's log ("task_logs"). When dag.test() itself raises (the conf does not match the Params,
+    say), the test fails with that error, unless it is `expect_error`: then the outcome is {"error", "message",
+    "trace"} and the caller asserts on the message."""
     env = {**os.environ, **airflow_env(home=home, database_url=database_url, tracking_uri=tracking_uri,
                                        spark_master="local[2]"), **(extra_env or {})}
     done = subprocess.run([sys.executable, str(ROOT / "tests" / "dags" / "run_dag.py"), dag_id, json.dumps(conf)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = done.stdout.strip().splitlines()
+    try:
+        result = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        result = None
+    if not isinstance(result, dict) or done.returncode not in (0, DID_NOT_RUN):
+        pytest.fail(f"run_dag.py {dag_id} exited {done.returncode} without an outcome"
+                    f"{': ' + json.dumps(result)[-3000:] if isinstance(result, dict) else ''}\n"
+                    f"--- stdout (tail)\n{done.stdout[-3000:]}\n--- stderr (tail)\n{done.stderr[-5000:]}")
     result["log"] = done.stdout + done.stderr
+    if done.returncode == DID_NOT_RUN:
+        if result["error"] != expect_error:
+            pytest.fail(f"{dag_id}: dag.test() raised {result['error']}: {result['message']}\n{result['trace']}")
+        return result
+    if expect_error is not None:
+        pytest.fail(f"{dag_id}: expected dag.test() to raise {expect_error}, but the run went ahead and is "
+                    f"{result['state']}")
+    result["dag_id"], result["task_logs"] = dag_id, task_logs(done.stdout)
     return result
+
+
+def failures(result: dict, tail: int = 3000) -> str:
+    """Each failed task's error and the tail of its log, for an assertion message."""
+    out = []
+    for t in result["tasks"]:
+        if t["state"] != "failed":
+            continue
+        key = f"{t['task_id']}[{t['map_index']}]"
+        log = result["task_logs"].get(key, "")
+        out.append(f"--- task {key} failed: {task_error(log) or '(no exception in its log)'}\n"
+                   f"--- its log (tail):\n{log[-tail:]}")
+    return "\n".join(out) or "(no task failed)"
+
+
+def assert_state(result: dict, expected: str) -> None:
+    assert result["state"] == expected, (f"DAG run {result['dag_id']} is {result['state']}, expected {expected}\n"
+                                         f"{failures(result)}")
+
+
+def task_failure(result: dict, task_id: str, map_index: int = -1) -> str:
+    """The exception a failed task ended with (its full message)."""
+    assert states(result, task_id).get(map_index) == "failed", f"{task_id}[{map_index}] did not fail"
+    error = task_error(result["task_logs"].get(f"{task_id}[{map_index}]", ""))
+    assert error, f"no exception in the log of {task_id}[{map_index}]"
+    return error
 
 
 def states(result: dict, task_id: str) -> dict[int, str]:
@@ -51,7 +98,7 @@ EXPERIMENT_CONF = {"controllers": ["static", "static:degree=2"], "workloads": ["
 
 
 def check_experiment(result: dict, tracking_uri: str) -> None:
-    assert result["state"] == "success", result["log"][-4000:]
+    assert_state(result, "success")
     assert states(result, "run_case") == {0: "success", 1: "success"}
     assert {states(result, t)[-1] for t in ("validate", "open_suite", "analyse", "promote", "close")} == {"success"}
     client = MlflowClient(tracking_uri)
@@ -86,7 +133,9 @@ out = {"errors": {k: v[-300:] for k, v in bag.import_errors.items()}, "warnings"
        "heavy": [m for m in ("mlflow", "pyspark", "pandas", "sklearn", "analysis", "jobs") if m in sys.modules],
        "dags": {d.dag_id: {"owner": d.owner, "tags": sorted(d.tags), "doc": bool(d.doc_md), "schedule": str(d.schedule),
                            "catchup": d.catchup, "max_active_runs": d.max_active_runs,
-                           "retries": [t.retries for t in d.tasks], "pools": sorted({t.pool for t in d.tasks})}
+                           "retries": [t.retries for t in d.tasks], "pools": sorted({t.pool for t in d.tasks}),
+                           "params": {k: {"default": p.value, "schema": p.schema, "description": p.description}
+                                      for k, p in d.params.items()}}
                 for d in bag.dags.values()}}
 print(json.dumps(out))
 """
@@ -105,6 +154,13 @@ print(json.dumps(out))
     assert "0 2 * * *" in nightly["schedule"] and nightly["catchup"] is False and nightly["max_active_runs"] == 1
     training = out["dags"]["elastic_predictor_training"]
     assert "0 3 * * 0" in training["schedule"] and training["catchup"] is False and training["max_active_runs"] == 1
+    # the run settings' Params are the declarations of params/run.py: same default, bounds and meaning
+    experiment = out["dags"]["elastic_experiment"]["params"]
+    for name in ("slo_latency_s", "slo_target"):
+        declared = RUN_SETTINGS[name]
+        schema = {k: v for k, v in declared.json_schema().items() if k != "description"}
+        assert experiment[name] == {"default": declared.default, "schema": schema, "description": declared.doc}, name
+    assert training["params"]["step_s"]["default"] == RUN_SETTINGS["trigger_s"].default
 
 
 def test_experiment_dag_end_to_end(tmp_path):
@@ -115,13 +171,19 @@ def test_experiment_dag_end_to_end(tmp_path):
 def test_invalid_params_fail_before_anything_is_submitted(tmp_path):
     uri = sqlite_uri(tmp_path)
     home = tmp_path / "airflow"
-    bad_schema = run_dag(home, "elastic_experiment", {**EXPERIMENT_CONF, "slo_target": 2}, uri)
-    assert bad_schema["error"] == "ParamValidationError" and "slo_target" in bad_schema["message"]
+    # the Params' schema (the run settings' declared bounds, params/run.py) rejects it before a run exists
+    bad_schema = run_dag(home, "elastic_experiment", {**EXPERIMENT_CONF, "slo_target": 2}, uri,
+                         expect_error="ParamValidationError")
+    assert bad_schema["message"].startswith("Invalid input for param slo_target: 2 is greater than the maximum"), \
+        bad_schema["message"]
+    # what the schema cannot know fails the validate task, every problem at once
     bad = run_dag(home, "elastic_experiment", {**EXPERIMENT_CONF, "controllers": ["static", "nope"],
                                                 "spark_conn_id": "missing"}, uri)
-    assert bad["state"] == "failed" and states(bad, "validate") == {-1: "failed"}
-    assert "params.controllers[1] 'nope': unknown controller 'nope'" in bad["log"]
-    assert "params.spark_conn_id: no Airflow connection 'missing'" in bad["log"]
+    assert_state(bad, "failed")
+    error = task_failure(bad, "validate")
+    assert error.startswith("airflow.sdk.exceptions.AirflowFailException: invalid request:"), error
+    assert "params.controllers[1] 'nope': unknown controller 'nope'" in error
+    assert "params.spark_conn_id: no Airflow connection 'missing'" in error
     assert states(bad, "open_suite") == {-1: "upstream_failed"}
     assert states(bad, "run_case").get(0) is None, "no Spark job was submitted"
     exp = MlflowClient(uri).get_experiment_by_name(EXPERIMENT)
@@ -132,11 +194,11 @@ def test_a_crashing_job_fails_its_task_leaves_a_failed_run_and_promotes_nothing(
     uri = sqlite_uri(tmp_path)
     result = run_dag(tmp_path / "airflow", "elastic_experiment", {**EXPERIMENT_CONF, "controllers": ["static"]}, uri,
                      extra_env={"ELASTIC_FAIL_AT_BATCH": "1"})
-    assert result["state"] == "failed"
+    assert_state(result, "failed")
     [case] = [t for t in result["tasks"] if t["task_id"] == "run_case"]
     assert case["state"] == "failed" and case["try_number"] == 1, "a run that failed (exit 1) is not retried"
     assert states(result, "analyse") == {-1: "success"} and states(result, "promote") == {-1: "upstream_failed"}
-    assert states(result, "close") == {-1: "failed"}
+    assert "the suite did not complete" in task_failure(result, "close")
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
     [child] = client.search_runs([exp.experiment_id], "tags.`airflow.case` = '0'")
@@ -183,9 +245,9 @@ def test_nightly_fails_with_a_listing_on_a_regression_and_passes_on_identical_re
                                                    "latency_p99_s": 0.1} for s in (1, 2, 3, 4)})
     home = tmp_path / "airflow"
     night = run_dag(home, "elastic_nightly_regression", {"suite": str(suite), "baseline_run_id": far_better}, uri)
-    assert night["state"] == "failed" and states(night, "compare") == {-1: "failed"}
+    assert_state(night, "failed")
     assert set(states(night, "run_case").values()) == {"success"}
-    assert "REGRESSION static on step: cost_slot_seconds 1.025 ->" in night["log"]
+    assert "REGRESSION static on step: cost_slot_seconds 1.025 ->" in task_failure(night, "compare")
     [tonight] = client.search_runs([exp], "tags.kind = 'nightly'")
     assert tonight.data.tags["nightly.verdict"] == "REGRESSION"
     # the same results as a baseline: nothing regressed, the re-check passes
@@ -195,7 +257,7 @@ def test_nightly_fails_with_a_listing_on_a_regression_and_passes_on_identical_re
         for r in client.search_runs([exp], f"tags.mlflow.parentRunId = '{tonight.info.run_id}'")})
     recheck = run_dag(home, "elastic_nightly_regression", {"suite": str(suite), "baseline_run_id": same,
                                                            "suite_run_id": tonight.info.run_id}, uri)
-    assert recheck["state"] == "success", recheck["log"][-3000:]
+    assert_state(recheck, "success")
     assert states(recheck, "run_case") in ({}, {-1: "skipped"}), "a re-check runs no Spark job"
     assert client.get_run(tonight.info.run_id).data.tags["nightly.verdict"] == "pass"
 
@@ -220,7 +282,7 @@ def test_predictor_training_dag_registers_candidates_and_moves_the_champion(tmp_
     uri = sqlite_uri(tmp_path)
     record_arrivals(uri)
     result = run_dag(tmp_path / "airflow", "elastic_predictor_training", {"max_points": 300}, uri)
-    assert result["state"] == "success", result["log"][-4000:]
+    assert_state(result, "success")
     for task_id in ("collect", "train", "evaluate", "register", "choose_champion"):
         assert states(result, task_id) == {-1: "success"}, task_id
     series = xcom(result, "collect", "return_value")
