@@ -20,6 +20,7 @@ import yaml
 import controllers
 from controllers.base import ConfigError
 from controllers.types import RunContext
+from params.declare import ParamError, flag
 from params.run import RUN_SETTINGS
 from jobs.topology import Topology, TopologyError, load_topology
 from workloads import WorkloadError, WorkloadSpec, load_workload
@@ -85,8 +86,7 @@ class RunConfig:
         trace = self.spec.streams[0].trace
         if trace is not None and trace.records == "task_events":
             self.topo = replace(self.topo, payload_format="google_task_events_csv")
-        _positive("--max-degree", self.max_degree, integer=True)
-        _positive("--trigger", self.trigger_s)
+        self._check_run_settings()
         if self.policy_source is not None:
             from controllers.policy import PolicyError, parse_policy
 
@@ -106,12 +106,6 @@ class RunConfig:
                              "has none to add or remove")
         self._check_host_scaling(controller)
         self.predictor = self._registered_predictor(controller.params)
-        _positive("--slo-latency", self.slo_latency_s)
-        if not 0 < self.slo_target <= 1:
-            raise InputError(f"--slo-target must be in (0, 1], got {self.slo_target}")
-        _positive("--source-partitions", self.source_partitions, integer=True)
-        if self.lead_in_s < 0 or self.drain_timeout_s < 0:
-            raise InputError("--lead-in and --drain-timeout must be >= 0")
         for name, path in (("--output-dir", self.output_dir), ("--summary-json", self.summary_json)):
             if path:
                 _check_writable(name, Path(path))
@@ -119,6 +113,14 @@ class RunConfig:
         if self.master:
             check_master(self.master)
         return self
+
+    def _check_run_settings(self) -> None:
+        """Each run setting against its one declaration (params.run), named by its flag."""
+        for name, declared in RUN_SETTINGS.items():
+            try:
+                setattr(self, name, declared.check("run", flag(name), getattr(self, name)))
+            except ParamError as exc:
+                raise InputError(f"{flag(name)} {str(exc).split(repr(flag(name)) + ' ', 1)[-1]}") from None
 
     def context(self, schedule: Any = None) -> RunContext:
         """What the run tells its controller (Controller.bind): its settings, the workload's schedule (for the
@@ -160,11 +162,6 @@ class RunConfig:
                                              params["predictor_alias"], params.get("eq2_reading", "extrapolated"))
         except PredictorLoadError as exc:
             raise InputError(f"controller {self.controller!r}: {exc}") from None
-
-
-def _positive(name: str, value: Any, integer: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or (integer and int(value) != value):
-        raise InputError(f"{name} must be a positive {'integer' if integer else 'number'}, got {value!r}")
 
 
 def _check_writable(name: str, path: Path) -> None:
