@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support import mlflow_client, standalone_cluster, tracking_uri  # noqa: E402,F401  (fixtures)
+from tests.support import (  # noqa: E402,F401  (fixtures)
+    _empty_mlflow_store, mlflow_client, new_tracking_uri, standalone_cluster, tracking_uri)
 
 
 def pytest_collection_modifyitems(items):

@@ -9,10 +9,35 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session")
+def _empty_mlflow_store(tmp_path_factory):
+    """An MLflow SQLite store with its tables created, made once: creating the tables (MLflow's migrations) takes
+    seconds, copying the file does not."""
+    from mlflow.tracking import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()  # creates the tables and the Default experiment
+    return path
+
+
+@pytest.fixture(scope="session")
+def new_tracking_uri(tmp_path_factory, _empty_mlflow_store):
+    """Makes a new, empty MLflow store (a copy of the empty one) and returns its URI: one per run when runs go
+    concurrently, so no two processes write to one SQLite file."""
+    import shutil
+
+    def make() -> str:
+        folder = tmp_path_factory.mktemp("mlflow")
+        shutil.copyfile(_empty_mlflow_store, folder / "mlflow.db")
+        return f"sqlite:///{folder / 'mlflow.db'}"
+
+    return make
+
+
 @pytest.fixture(scope="module")
-def tracking_uri(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("mlflow")
-    return f"sqlite:///{folder / 'mlflow.db'}"
+def tracking_uri(new_tracking_uri):
+    """A store of the module's own, so modules never see each other's runs."""
+    return new_tracking_uri()
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +54,38 @@ def run_cli(args, timeout=300, env=None):
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "jobs.run", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env=full_env)
+
+
+def run_cli_together(arg_lists, timeout=300):
+    """Run several `python -m jobs.run` at once, each with its own Spark; returns their CompletedProcesses in order.
+
+    For runs whose checks do not depend on timing (counts, records, what was recorded): a replayed schedule runs in
+    real time, mostly waiting, so runs side by side take little more wall time than the longest. Output goes to
+    files, not pipes, so a run that writes much is never stalled waiting for its pipe to be read."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="run-cli-") as folder:
+        started = []
+        for i, args in enumerate(arg_lists):
+            out, err = open(Path(folder) / f"{i}.out", "w+"), open(Path(folder) / f"{i}.err", "w+")
+            proc = subprocess.Popen([sys.executable, "-m", "jobs.run", *args], cwd=ROOT, stdout=out, stderr=err)
+            started.append((args, proc, out, err))
+        done = []
+        try:
+            for args, proc, out, err in started:
+                code = proc.wait(timeout=timeout)
+                out.seek(0)
+                err.seek(0)
+                done.append(subprocess.CompletedProcess(args, code, out.read(), err.read()))
+        finally:
+            for _, proc, out, err in started:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                out.close()
+                err.close()
+        return done
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,23 @@
-"""Bad input: one line naming the culprit, exit code 2, nothing started and nothing recorded."""
+"""Bad input: one line naming the culprit, exit code 2, nothing started and nothing recorded.
+
+`python -m jobs.run` is `jobs.run.main` plus the interpreter: the cases are checked by calling `main` in this process
+(each would otherwise pay a Python start-up for nothing the subprocess adds), and one case runs the command as a user
+does, to prove the exit code and the single stderr line end to end. Validation checks Java and the Spark master
+(`RunConfig.validate`), hence the `spark` marker, though no Spark starts."""
 
 import pytest
 
+from jobs.run import main
 from tests.support import run_cli
 
 pytestmark = pytest.mark.spark
+
+
+def run_main(argv, capsys):
+    """`python -m jobs.run ARGV` in this process: (exit code, stderr)."""
+    capsys.readouterr()  # drop anything captured before
+    code = main(argv)
+    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -15,7 +28,7 @@ pytestmark = pytest.mark.spark
         (["--controller", "threshold", "--param", "scale_up_ratio=-1"], "'scale_up_ratio' must be >= 0.0"),
         (["--controller", "static", "--workload", "nope.yaml"], "workload file nope.yaml does not exist"),
         (["--controller", "static", "--duration", "0"], "'duration_s' must be > 0"),
-        (["--controller", "static", "--slo-target", "1.5"], "--slo-target must be in (0, 1]"),
+        (["--controller", "static", "--slo-target", "1.5"], "--slo-target must be <= 1.0, got 1.5"),
         (["--controller", "static", "--master", "spark://127.0.0.1:1"], "cannot reach 127.0.0.1:1"),
         (["--controller", "static", "--master", "locl[2]"], "is not a Spark master URL"),
         (["--controller", "static", "--param", "degree"], "--param 'degree': expected NAME=VALUE"),
@@ -35,37 +48,41 @@ pytestmark = pytest.mark.spark
           "when: {metric: cpu, above: 5, for_at_least: 5}}]}"], "rule 'r': action: expected one of scale-out"),
     ],
 )
-def test_bad_input_exits_2_with_one_line(args, message, tracking_uri, mlflow_client):
-    proc = run_cli([*args, "--tracking-uri", tracking_uri, "--experiment", "bad-input"], timeout=60)
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], proc.stderr
+def test_bad_input_exits_2_with_one_line(args, message, tracking_uri, mlflow_client, capsys):
+    code, err = run_main([*args, "--tracking-uri", tracking_uri, "--experiment", "bad-input"], capsys)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
     assert mlflow_client.get_experiment_by_name("bad-input") is None, "no MLflow run may be created"
 
 
-def test_bad_yaml_workload_names_file_and_line(tmp_path):
+def test_bad_yaml_workload_names_file_and_line(tmp_path, capsys):
     bad = tmp_path / "w.yaml"
     bad.write_text("profile: constant\nparams:\n  rate: [1, 2\nduration_s: 4\n")
-    proc = run_cli(["--controller", "static", "--workload", str(bad)], timeout=60)
-    assert proc.returncode == 2
-    assert f"{bad}: line" in proc.stderr and "is not valid YAML" in proc.stderr
+    code, err = run_main(["--controller", "static", "--workload", str(bad)], capsys)
+    assert code == 2
+    assert f"{bad}: line" in err and "is not valid YAML" in err
 
 
-def test_missing_java_is_reported_before_spark_starts(tmp_path):
-    env = {"PATH": "/usr/local/nonexistent", "JAVA_HOME": ""}
-    proc = run_cli(["--controller", "static"], timeout=60, env=env)
-    assert proc.returncode == 2
-    assert "Java not found" in proc.stderr
+def test_missing_java_is_reported_before_spark_starts(monkeypatch, capsys):
+    monkeypatch.setenv("PATH", "/usr/local/nonexistent")
+    monkeypatch.setenv("JAVA_HOME", "")
+    code, err = run_main(["--controller", "static"], capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: Java not found"), err
 
 
 def test_a_bad_policy_file_names_the_file_line_and_rule_before_anything_starts(tmp_path, tracking_uri,
                                                                                 mlflow_client):
+    """End to end, as a user runs it: the process exits 2 with exactly one line on stderr and records nothing."""
     bad = tmp_path / "policy.yaml"
     bad.write_text("rules:\n  - name: drain\n    operator: enrich\n    action: scale-in\n    by: {absolute: 1}\n"
                    "    when: {metric: queue-length, below: 1, for_at_least: soon}\n")
-    proc = run_cli(["--policy", str(bad), "--tracking-uri", tracking_uri, "--experiment", "bad-policy"], timeout=60)
-    assert proc.returncode == 2
+    proc = run_cli(["--policy", str(bad), "--tracking-uri", tracking_uri, "--experiment", "bad-policy"], timeout=120)
+    assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == (f"error: policy {bad}, line 6, column 58: rule 'drain': when: for_at_least: "
                                    "expected a duration in seconds (30, '30s', '5min', '5 minutes') greater than 0, "
                                    "got 'soon'")
+    assert proc.stdout == ""
     assert mlflow_client.get_experiment_by_name("bad-policy") is None

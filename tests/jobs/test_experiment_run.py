@@ -4,8 +4,9 @@ import json
 import pandas as pd
 import pytest
 from mlflow.artifacts import download_artifacts
+from mlflow.tracking import MlflowClient
 
-from tests.support import run_cli
+from tests.support import run_cli_together
 
 pytestmark = pytest.mark.spark
 
@@ -13,21 +14,34 @@ OPS = ("parse", "enrich", "aggregate", "sink")
 
 
 @pytest.fixture(scope="module")
-def scripted_run(tracking_uri, tmp_path_factory):
-    """Constant 2000 ev/s for 16 s; the scripted controller raises enrich to 3 after batch 2 and changes
-    aggregate and sink after batch 5, so parallelism changes mid-run, including the keyed window operator."""
+def runs(tracking_uri, new_tracking_uri, tmp_path_factory):
+    """Two runs side by side, each its own Spark and MLflow store: the scripted run below, and a run made to fail
+    at its batch 2. The failing run ends a few batches after both start, so it never competes with the scripted run
+    for long, and nothing checked of the scripted run depends on timing but the number of batches (>= 8 of 16)."""
     out = tmp_path_factory.mktemp("run")
     workload = out / "w.yaml"
     workload.write_text("name: const2k\nprofile: constant\nparams: {rate: 2000}\nduration_s: 16\nseed: 3\n")
-    summary_path = out / "summary.json"
-    proc = run_cli([
-        "--controller", "scripted", "--param", "changes={2: {enrich: 3}, 5: {aggregate: 3, sink: 2, enrich: 2}}",
-        "--workload", str(workload), "--trigger", "1", "--slo-latency", "3", "--tracking-uri", tracking_uri,
-        "--experiment", "it", "--output-dir", str(out / "job"), "--summary-json", str(summary_path),
-        "--tag", "purpose=integration-test",
+    failing = tmp_path_factory.mktemp("failing")
+    fail_uri = new_tracking_uri()
+    scripted, failed = run_cli_together([
+        ["--controller", "scripted", "--param", "changes={2: {enrich: 3}, 5: {aggregate: 3, sink: 2, enrich: 2}}",
+         "--workload", str(workload), "--trigger", "1", "--slo-latency", "3", "--tracking-uri", tracking_uri,
+         "--experiment", "it", "--output-dir", str(out / "job"), "--summary-json", str(out / "summary.json"),
+         "--tag", "purpose=integration-test"],
+        ["--controller", "static", "--workload", "constant", "--duration", "10", "--trigger", "1",
+         "--tracking-uri", fail_uri, "--experiment", "it-fail", "--run-name", "doomed",
+         "--output-dir", str(failing / "job"), "--fail-at-batch", "2"],
     ])
+    return {"scripted": (scripted, out), "failed": (failed, fail_uri)}
+
+
+@pytest.fixture(scope="module")
+def scripted_run(runs):
+    """Constant 2000 ev/s for 16 s; the scripted controller raises enrich to 3 after batch 2 and changes
+    aggregate and sink after batch 5, so parallelism changes mid-run, including the keyed window operator."""
+    proc, out = runs["scripted"]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc, json.loads(summary_path.read_text()), out
+    return proc, json.loads((out / "summary.json").read_text()), out
 
 
 def test_progress_is_shown_per_batch(scripted_run):
@@ -89,14 +103,12 @@ def test_mlflow_run_has_params_metrics_summary_and_artifacts(scripted_run, mlflo
     assert workload["params"] == {"rate": 2000.0} and workload["seed"] == 3
 
 
-def test_induced_failure_leaves_a_failed_run(tracking_uri, mlflow_client, tmp_path):
-    proc = run_cli(["--controller", "static", "--workload", "constant", "--duration", "10", "--trigger", "1",
-                    "--tracking-uri", tracking_uri, "--experiment", "it-fail", "--run-name", "doomed",
-                    "--output-dir", str(tmp_path / "job"), "--fail-at-batch", "2"])
+def test_induced_failure_leaves_a_failed_run(runs):
+    proc, fail_uri = runs["failed"]
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "run failed" in proc.stderr
-    exp = mlflow_client.get_experiment_by_name("it-fail")
-    runs = mlflow_client.search_runs([exp.experiment_id])
-    assert len(runs) == 1
-    assert runs[0].info.status == "FAILED"
-    assert "induced failure at batch 2" in runs[0].data.tags["failure_reason"]
+    client = MlflowClient(fail_uri)
+    exp = client.get_experiment_by_name("it-fail")
+    [run] = client.search_runs([exp.experiment_id])
+    assert run.info.status == "FAILED"
+    assert "induced failure at batch 2" in run.data.tags["failure_reason"]

@@ -1,31 +1,26 @@
 """The experiment job on a real Spark standalone cluster (master and workers as processes on this machine), and the
-cluster's own life cycle: workers added and removed with their start-up time measured, everything stopped by id."""
-import pytest
+cluster's own life cycle: workers added and removed with their start-up time measured, everything stopped by id.
+
+Two runs, each a JVM of its own: executors steered by a controller (one-core executors on one-core workers, a host
+added and released), and Spark's dynamic allocation as a peer. A third run that only showed the job finishing on the
+cluster's two workers proved nothing these two do not (they run there too, the first on three workers at once)."""
 import os
+import time
+
+import pytest
 
 from tests.support import run_cli
 
 pytestmark = pytest.mark.spark
 
 
-def test_the_job_runs_on_the_standalone_cluster_with_one_core_executors(standalone_cluster, tracking_uri,
-                                                                         mlflow_client, tmp_path):
-    assert [w["cores"] for w in standalone_cluster.alive_workers()] == [1, 1]
-    proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "static", "--param", "degree=2",
-                    "--workload", "step", "--duration", "12", "--tracking-uri", tracking_uri,
-                    "--experiment", "it-cluster", "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=400)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("it-cluster").experiment_id])
-    assert run.info.status == "FINISHED" and run.data.params["spark.master"] == standalone_cluster.master_url
-    assert run.data.metrics["records_lost"] == 0 and run.data.metrics["records_duplicated"] == 0
-    assert run.data.metrics["records_in"] == run.data.metrics["records_out"] > 0
-    apps = standalone_cluster.state()["completedapps"]
-    assert apps and apps[-1]["cores"] == 2, "the application ran on both 1-core workers"
-
-
 def test_workers_are_added_and_removed_by_the_ids_the_cluster_started(standalone_cluster):
+    assert [w["cores"] for w in standalone_cluster.alive_workers()] == [1, 1]
+    started = time.monotonic()
     name, took = standalone_cluster.add_worker()
-    assert len(standalone_cluster.alive_workers()) == 3 and 0 < took < 90
+    elapsed = time.monotonic() - started
+    # the start-up time it reports is the wait inside this call (add_worker raises rather than wait past its timeout)
+    assert len(standalone_cluster.alive_workers()) == 3 and 0 < took <= elapsed
     pid = standalone_cluster.workers[name]
     standalone_cluster.remove_worker(name)
     try:
@@ -67,19 +62,34 @@ def test_executors_scale_1_3_1_mid_stream_with_a_host_added_and_released(standal
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = _only_run(mlflow_client, "it-executors")
     m = run.data.metrics
-    assert run.info.status == "FINISHED"
+    assert run.info.status == "FINISHED" and run.data.params["spark.master"] == standalone_cluster.master_url
     assert m["records_lost"] == 0 and m["records_duplicated"] == 0 and m["records_in"] == m["records_out"] > 0
     assert m["executor_changes"] == 2 and m["executor_changes_incomplete"] == 0
-    assert 0 < m["executor_provisioning_delay_s_max"] <= m["executor_first_task_delay_s_max"] < 60
-    assert 1.0 <= m["host_provisioning_delay_s_max"] < 60, "the configured delay plus the worker's real start-up"
-    assert 0 < m["executor_release_delay_s_max"] < 30
     assert m["hosts_added"] == 1 and m["hosts_removed"] == 1 and m["host_add_failures"] == 0
     assert m["cost_executor_core_seconds"] > 0
     batches = _artifact_table(mlflow_client, run, "batches.parquet", tmp_path).set_index("batch_id")
     assert batches.loc[2, "executors"] == 1 and batches["executors"].max() == 3
     assert batches.loc[2, "next_executors"] == 3 and batches.loc[8, "next_executors"] == 1
-    changes = _artifact_table(mlflow_client, run, "executor_changes.jsonl", tmp_path)
-    assert list(changes["direction"]) == ["out", "in"] and changes["complete"].all()
+    assert (batches["executor_cores"] == batches["executors"]).all(), "one-core executors on one-core workers"
+    # the provisioning delay against what the batches saw (executors are read after each batch, a change is decided
+    # right after its batch; batch times are batch ends since the run's anchor; 1 s for the reads in between): the
+    # scale-out's executors registered before the end of the first batch after it that saw 3
+    t = batches["time_s"]
+    with_3 = batches.index[(batches.index > 2) & (batches["executors"] == 3)]
+    assert 0 < m["executor_provisioning_delay_s_max"] <= t[with_3[0]] - t[2] + 1.0
+    assert m["executor_provisioning_delay_s_max"] <= m["executor_first_task_delay_s_max"] < 60
+    assert 0 < m["executor_release_delay_s_max"] < 30
+    # the configured 1 s 'VM boot' plus the worker's real start-up, and over before the third executor (which needs
+    # the new worker's core) could register
+    assert 1.0 <= m["host_provisioning_delay_s_max"] <= m["executor_provisioning_delay_s_max"]
+    # the one record of decisions: each executor change is the outcome of the decision that asked for it, with
+    # when it took effect and what Spark did; the worker the host actuator added is the same decision's outcome
+    decisions = _artifact_table(mlflow_client, run, "decisions.jsonl", tmp_path).set_index("batch_id")
+    executor_outcomes = [o for outs in decisions["outcomes"] for o in outs if o["actuator"] == "executors"]
+    assert [o["measured"]["direction"] for o in executor_outcomes] == ["out", "in"]
+    assert all(o["measured"]["complete"] and o["effective_s"] > o["requested_s"] for o in executor_outcomes)
+    [added] = [o for o in decisions.loc[2, "outcomes"] if o["actuator"] == "hosts"]
+    assert added["requested"] == {"add_workers": 1} and added["effective_s"] > added["requested_s"]
     assert len(standalone_cluster.alive_workers()) == 2, "the run leaves the cluster as it found it"
 
 
@@ -92,9 +102,11 @@ def test_spark_dynamic_allocation_runs_as_a_peer_with_its_executors_recorded(sta
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = _only_run(mlflow_client, "it-dynamic-allocation")
     m = run.data.metrics
-    assert run.info.status == "FINISHED" and m["records_lost"] == 0 and m["records_duplicated"] == 0
+    assert run.info.status == "FINISHED" and run.data.params["spark.master"] == standalone_cluster.master_url
+    assert m["records_lost"] == 0 and m["records_duplicated"] == 0 and m["records_in"] == m["records_out"] > 0
     assert run.data.params["spark.conf.spark.dynamicAllocation.enabled"] == "true"
     assert m["executor_changes"] == 0, "Spark decides, not a controller of ours"
     assert 1 <= m["executors_mean"] <= m["executors_max"] <= 2
     batches = _artifact_table(mlflow_client, run, "batches.parquet", tmp_path)
     assert batches["executors"].notna().all() and (batches["degree_enrich"] == 4).all()
+    assert (batches["executor_cores"] == batches["executors"]).all(), "one-core executors on one-core workers"
