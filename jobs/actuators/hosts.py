@@ -64,7 +64,7 @@ class HostActuator:
             if target <= len(active):
                 return None
             requested = time.time()
-            workers = self.grow_for(target - len(active), self.cluster.free_cores())
+            workers = self.grow_for(target - len(active), self.cluster.free_cores(), requested)
             if not workers:
                 return None
             outcome = Outcome(self.name, "applied", {"add_workers": workers}, record.time_s,
@@ -96,7 +96,7 @@ class HostActuator:
                 "how": f"start/stop standalone workers ({self.cluster.worker_cores} core(s) each) after a "
                        f"provisioning delay of {self.provisioning_delay_s:g} s"}
 
-    def grow_for(self, cores_needed: int, free_cores: int | None = None) -> int:
+    def grow_for(self, cores_needed: int, free_cores: int | None = None, requested_s: float | None = None) -> int:
         """Start enough workers (in the background) for `cores_needed` more cores than are free or already on
         their way; returns how many workers were asked for. Pass `free_cores` as read before the executors were
         requested: the master may already have given the free cores to them."""
@@ -107,7 +107,7 @@ class HostActuator:
         if missing <= 0:
             return 0
         workers = math.ceil(missing / self.cluster.worker_cores)
-        requested = time.time()
+        requested = time.time() if requested_s is None else requested_s
         for _ in range(workers):
             thread = threading.Thread(target=self._add_one, args=(requested,), name="host-provisioning", daemon=True)
             with self._lock:

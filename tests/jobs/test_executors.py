@@ -211,3 +211,28 @@ def test_hosts_are_added_for_missing_cores_only_and_only_idle_added_hosts_are_re
     s = hosts.summary()
     assert s["hosts_added"] == 2 and s["hosts_removed"] == 2 and s["host_add_failures"] == 0
     assert s["host_provisioning_delay_s_max"] is not None and s["host_provisioning_delay_s_max"] < 5
+
+
+def test_the_host_actuator_follows_a_decisions_executor_target_and_says_when_its_workers_joined():
+    from types import SimpleNamespace
+
+    from controllers.loop import DecisionRecord
+
+    executors = SimpleNamespace(target=1, last_active=[object()], ledger=SimpleNamespace(pending=lambda: False))
+    hosts = HostActuator(FakeCluster(base_free=0), provisioning_delay_s=0.0, log=lambda line: None,
+                         executors=executors)
+    hosts.anchor_s = 1000.0
+    record = DecisionRecord(2, 6.0, {}, {}, True, "scale out", executors=3, executors_before=1)
+    outcome = hosts.apply(record)
+    assert outcome.requested == {"add_workers": 2} and outcome.requested_s == 6.0
+    for thread in hosts._threads:
+        thread.join()
+    hosts.settle()
+    assert outcome.effective_s is not None and outcome.measured == {"workers": ["worker-3", "worker-4"]}
+    executors.target = 3
+    hosts.cluster.used.update({"worker-3": 1, "worker-4": 1})  # the new executors run there
+    assert hosts.apply(DecisionRecord(3, 8.0, {}, {}, True, "hold", executors=3, executors_before=3)) is None
+    hosts.cluster.used["worker-4"] = 0  # its executor was removed: the idle worker this run added goes
+    released = hosts.apply(DecisionRecord(4, 9.0, {}, {}, True, "hold", executors=3, executors_before=3))
+    assert released.requested == {"remove_workers": ["worker-4"]}
+    hosts.close()
