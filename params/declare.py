@@ -13,7 +13,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping
 
 
 class ParamError(ValueError):
@@ -227,11 +227,4 @@ def search_space(declared: Mapping[str, Param]) -> dict[str, SearchRange | Choic
 
 def flag(name: str) -> str:
     """The command-line flag of a run setting: slo_latency_s -> --slo-latency."""
-    for suffix in ("_s",):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return "--" + name.replace("_", "-")
-
-
-def names(declared: Mapping[str, Param]) -> Sequence[str]:
-    return tuple(declared)
+    return "--" + name.removesuffix("_s").replace("_", "-")

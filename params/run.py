@@ -6,9 +6,7 @@ The command line (`python -m jobs.run`), the run configuration (`jobs.config.Run
 """
 from __future__ import annotations
 
-from typing import Any
-
-from params.declare import Param, check_params
+from params.declare import Param
 
 RUN_SETTINGS: dict[str, Param] = {
     "slo_latency_s": Param(float, 5.0, "latency bound, seconds, end to end from each event's scheduled arrival",
@@ -22,14 +20,3 @@ RUN_SETTINGS: dict[str, Param] = {
     "drain_timeout_s": Param(float, 60.0, "seconds to keep processing backlog after the schedule ends", minimum=0.0),
 }
 
-
-def default(name: str) -> Any:
-    return RUN_SETTINGS[name].default
-
-
-def check_run_settings(values: dict[str, Any], owner: str = "run settings") -> dict[str, Any]:
-    """Only the settings given, checked (missing ones are not filled in: callers keep their own None)."""
-    declared = {k: RUN_SETTINGS[k] for k in values if k in RUN_SETTINGS}
-    unknown = {k: v for k, v in values.items() if k not in RUN_SETTINGS}
-    checked = check_params(owner, declared, {k: v for k, v in values.items() if k in declared})
-    return {**checked, **unknown}

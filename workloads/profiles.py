@@ -18,7 +18,6 @@ Where a seed paper gives a profile but not its numbers, the defaults here are th
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -339,17 +338,12 @@ def _escaped(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def _given_and_finite(declared: Mapping[str, Param]) -> tuple[Rule, ...]:
-    """The rules every profile shares, derived from its declarations: a REQUIRED parameter is given, and a number is
-    finite (nan and inf pass a bound check silently). They run before the profile's own rules, which may then
-    compare the values freely."""
-    required = tuple(_rule((key,), lambda v, key=key: v[key] is not None,
-                           f"needs parameter {key!r} ({_escaped(spec.doc)})")
-                     for key, spec in declared.items() if spec.default is REQUIRED)
-    finite = tuple(_rule((key,), lambda v, key=key: math.isfinite(v[key]),
-                         f"parameter {key!r} must be a finite number, got {{{key}}}")
-                   for key, spec in declared.items() if spec.kind is float)
-    return required + finite
+def _required(declared: Mapping[str, Param]) -> tuple[Rule, ...]:
+    """A REQUIRED parameter must be given (its default, None, is no value); they run before the profile's own
+    rules, which may then compare the values freely. (Non-finite numbers are refused by Param itself.)"""
+    return tuple(_rule((key,), lambda v, key=key: v[key] is not None,
+                       f"needs parameter {key!r} ({_escaped(spec.doc)})")
+                 for key, spec in declared.items() if spec.default is REQUIRED)
 
 
 def _owner(where: str, name: str) -> str:
@@ -363,7 +357,7 @@ def check_profile_params(name: str, params: Mapping[str, object], where: str) ->
         raise ValueError(f"{where}: unknown profile {name!r}; known profiles: {', '.join(sorted(PROFILES))}")
     profile = PROFILES[name]
     return check_params(_owner(where, name), profile.params, params,
-                        _given_and_finite(profile.params) + profile.rules)
+                        _required(profile.params) + profile.rules)
 
 
 def resolve_profile(name: str, params: Mapping[str, object], where: str,
