@@ -24,6 +24,12 @@ extrapolated to the next iteration; ε zero or the covariance of recent capaciti
 forces on an operator whose own decision was "nothing". θ_min 0.3 and θ_max 0.8 are the project's suggested
 starting values (the paper's §3.3, p. 62, gives none). Δ defaults to 10 s, five triggers of the default 2 s.
 
+A learned load predictor (predictor=registry, or any handed over by the run) is not the paper's: it was chosen on
+held-back windows of traces and may do worse than the naive last value on a trace it never saw. Unless
+predictor_guard is off, each operator's forecasts are then scored against the arrivals that followed, and the naive
+forecast is used while the model's recent error is the larger (controllers.forecast_guard; the guard's state is in
+each iteration's details, a fallback in its reason). The paper's and the naive predictors are never guarded.
+
 Known consequence of a faithful port: capacities are per operator, but a micro-batch runs its stages one after
 another in the same trigger interval, so operators that are each "normal" can together overrun the trigger. The
 paper has no such coupling (Storm's operators run concurrently); DS2's micro-batch adaptation (controllers.ds2) has.
@@ -39,6 +45,7 @@ from controllers.base import ConfigError, Controller, Param, Rule, register
 from controllers.common_params import INITIAL_DEGREE, INITIAL_DEGREES, MIN_DEGREE, at_most_max_degree, below
 from params.declare import Choices, SearchRange
 from controllers.forecast import LastValuePredictor, PaperPredictor
+from controllers.forecast_guard import GuardedPredictor
 from controllers.types import Decision, RunContext, Snapshot
 
 NOTHING, SCALE_IN, SCALE_OUT = "nothing", "scale-in", "scale-out"
@@ -164,6 +171,19 @@ class AutoscaleController(Controller):
                            choices=("paper", "last-value", "registry")),
         "predictor_model": Param(str, "load-predictor", "registered model name used when predictor=registry"),
         "predictor_alias": Param(str, "champion", "registry alias used when predictor=registry"),
+        "predictor_guard": Param(bool, True, "check a learned load predictor (predictor=registry, or any the run "
+                                             "hands over) against the naive last value as the run goes, and use the "
+                                             "naive forecast while the model is worse (controllers.forecast_guard); "
+                                             "never applied to 'paper' or 'last-value'"),
+        "guard_window": Param(int, 5, "latest realised iterations over which the guard compares the model's and "
+                                      "naive's mean absolute errors (project's choice)", 1,
+                              search=SearchRange(2, 10)),
+        "guard_margin": Param(float, 0.0, "how far the model's mean absolute error may exceed naive's, as a fraction "
+                                          "of naive's, before naive is used (0: any worse)", 0.0,
+                              search=SearchRange(0.0, 0.5)),
+        "guard_min_scored": Param(int, 3, "realised iterations the guard needs before it may set the model aside "
+                                          "(project's choice: one bad iteration is noise)", 1,
+                                  search=SearchRange(1, 10)),
         "initial_degree": INITIAL_DEGREE.but(doc="degree of every operator not in initial_degrees (1: ConfMin)"),
         "initial_degrees": INITIAL_DEGREES.but(doc="per-operator first degrees, e.g. {enrich: 3} (ConfExpt)"),
     }
@@ -184,6 +204,7 @@ class AutoscaleController(Controller):
         self.predictor = (LastValuePredictor() if p["predictor"] == "last-value"
                           else PaperPredictor(p["eq2_reading"]))
         self.predictor_note = "" if p["predictor"] != "registry" else "registry predictor not loaded; paper's used"
+        self._guards: dict[str, GuardedPredictor] = {}  # per operator, when a learned predictor is guarded
         self._history = {op: _OperatorHistory() for op in self.operators}
         self._period_start: float | None = None
         self._period_n = 0
@@ -199,14 +220,25 @@ class AutoscaleController(Controller):
 
     def bind(self, context: RunContext) -> None:
         """A run that loaded a registered load predictor hands it over here; its warning (a fallback) is shown in
-        decision reasons."""
+        decision reasons. A learned predictor is guarded (predictor_guard): one guard per operator, since each
+        operator's arrivals are their own series. The paper's and the naive predictors never are (a registry that
+        fell back to the paper's predictor hands that over), so the paper's behaviour is reproduced exactly."""
         super().bind(context)
         if context.predictor is not None:
             self.predictor = context.predictor
             self.predictor_note = context.predictor_warning
+            p = self.params
+            learned = not isinstance(self.predictor, (PaperPredictor, LastValuePredictor))
+            self._guards = ({op: GuardedPredictor(self.predictor, p["guard_window"], p["guard_margin"],
+                                                  p["guard_min_scored"]) for op in self.operators}
+                            if p["predictor_guard"] and learned else {})
+
+    @property
+    def predictor_name(self) -> str:
+        return next(iter(self._guards.values())).name if self._guards else self.predictor.name
 
     def run_tags(self) -> dict[str, str]:
-        return {"predictor": self.predictor.name}
+        return {"predictor": self.predictor_name}
 
     def initial_degrees(self) -> dict[str, int]:
         p = self.params
@@ -253,7 +285,8 @@ class AutoscaleController(Controller):
             h = self._history[op]
             if self._period_records[op]:
                 h.service_s = self._period_busy[op] / self._period_records[op]
-            fc = self.predictor.forecast(list(h.times), list(h.counts), list(h.intervals), span, n)
+            predictor = self._guards.get(op, self.predictor)
+            fc = predictor.forecast(list(h.times), list(h.counts), list(h.intervals), span, n)
             charge = fc.arrivals + waiting
             if self._period_records[op]:
                 waiting *= self._period_out[op] / self._period_records[op]
@@ -273,6 +306,8 @@ class AutoscaleController(Controller):
             local[op] = local_action(cls[op], fc.trend)
             details.update({f"nda_{op}": nda[op], f"charge_{op}": charge, f"capacity_{op}": estimated,
                             f"trend_{op}": fc.trend})
+            if op in self._guards:
+                details.update({f"guard_{key}_{op}": value for key, value in self._guards[op].state().items()})
         validated = global_actions(local, self.operators, self.predecessors, p["upstream"], p["upstream_actions"])
         degrees = {}
         for op in self.operators:
@@ -285,6 +320,8 @@ class AutoscaleController(Controller):
                  + (f" {current[op]}->{degrees[op]}" if degrees[op] != current[op] else "")
                  for op in self.operators]
         note = f" [{self.predictor_note}]" if self.predictor_note else ""
-        return Decision(degrees, f"iteration of {n} batches, predictor {self.predictor.name}{note}: "
-                                 + "; ".join(parts), details=details)
+        guard = [f"{op} {text}" for op, g in self._guards.items() if (text := g.explain("iterations"))]
+        guard_note = f"; guard: {'; '.join(guard)}" if guard else ""
+        return Decision(degrees, f"iteration of {n} batches, predictor {self.predictor_name}{note}: "
+                                 + "; ".join(parts) + guard_note, details=details)
 

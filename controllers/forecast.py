@@ -21,32 +21,86 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-# The feature layout shared by training (analysis.load_predictors) and inference (LearnedPredictor): change it
-# and every registered model's input schema no longer matches, which loading detects and reports.
+# The feature layout shared by training (analysis.predictors) and inference (LearnedPredictor): change it and every
+# registered model's input schema no longer matches, which loading detects and reports.
 FEATURE_LAGS = 10
+# A window of history holding fewer events than this is idle: its rates are counting noise, not a level. The
+# project's choice (20 events: a Poisson count's relative noise is then about 22 %); training leaves idle windows out
+# and the learned predictor answers them with the last value.
+IDLE_WINDOW_EVENTS = 20.0
+
+
+@dataclass(frozen=True)
+class Horizon:
+    """What a load predictor predicts, shared by training and the controller: from the last `lags` sub-intervals of
+    `step_s` seconds (one micro-batch each), the mean rate over the next `steps` sub-intervals (one AUTOSCALE
+    iteration, Δ = steps × step_s). A model records it; a run whose trigger or iteration differs refuses the model,
+    since a model trained for 10 s ahead at 2 s resolution says nothing reliable about 60 s ahead at 1 s."""
+    step_s: float = 2.0
+    steps: int = 5
+    lags: int = FEATURE_LAGS
+    idle_events: float = IDLE_WINDOW_EVENTS
+
+    def __post_init__(self):
+        if not (self.step_s > 0 and math.isfinite(self.step_s)):
+            raise ValueError(f"horizon step_s must be > 0, got {self.step_s}")
+        if self.steps < 1 or self.lags < 4:
+            raise ValueError(f"horizon needs steps >= 1 and lags >= 4, got steps={self.steps}, lags={self.lags}")
+
+    @property
+    def period_s(self) -> float:
+        return self.step_s * self.steps
+
+    @property
+    def idle_rate(self) -> float:
+        """The mean rate (events/s) below which a window of history is idle."""
+        return self.idle_events / (self.lags * self.step_s)
+
+    def metadata(self) -> dict[str, float | int]:
+        return {"step_s": self.step_s, "horizon": self.steps, "feature_lags": self.lags,
+                "idle_events": self.idle_events}
+
+    @classmethod
+    def from_metadata(cls, meta: Mapping[str, object], where: str) -> "Horizon":
+        missing = [k for k in ("step_s", "horizon", "feature_lags") if k not in meta]
+        if missing:
+            raise ValueError(f"{where}: no {', '.join(missing)} recorded with the model (trained before the horizon "
+                             f"was recorded); retrain it")
+        return cls(float(meta["step_s"]), int(meta["horizon"]), int(meta["feature_lags"]),
+                   float(meta.get("idle_events", IDLE_WINDOW_EVENTS)))
+
+    def mismatch(self, other: "Horizon") -> str | None:
+        """Why a model trained for `self` cannot serve a run that needs `other` (None: it can). The history length
+        (lags) is the model's own need, not the run's: the controller keeps enough for any model."""
+        if abs(self.step_s - other.step_s) > 1e-9 or self.steps != other.steps:
+            return (f"trained to predict {self.steps} sub-intervals of {self.step_s:g} s ahead, the run needs "
+                    f"{other.steps} of {other.step_s:g} s (trigger and iteration)")
+        return None
 
 
 def feature_names(lags: int = FEATURE_LAGS) -> list[str]:
-    return ([f"lag_{k}" for k in range(1, lags + 1)]
-            + ["diff_1", "diff_3", "mean_3", "std", "slope", "log_scale"])
+    return [f"lag_{k}" for k in range(1, lags + 1)] + ["diff_1", "diff_3", "mean_3", "std", "slope"]
 
 
-def features(rates: Sequence[float], lags: int = FEATURE_LAGS) -> tuple[dict[str, float], float]:
-    """The scale-free feature row for the last `lags` rates (oldest first), and the scale they were divided by."""
+def features(rates: Sequence[float], lags: int = FEATURE_LAGS, floor_rate: float = 0.0
+             ) -> tuple[dict[str, float], float]:
+    """The scale-free feature row for the last `lags` rates (oldest first), and the scale they were divided by.
+
+    The scale is the window's mean rate, but never below `floor_rate`: on a near-idle window the features then stay
+    small instead of being blown up to "a level of 1", so a model cannot learn that a level is followed by a
+    fraction of itself (what an unfloored scale taught it on idle stretches). No absolute level enters the features:
+    the same model serves a trace of 50 events/s and an operator of 7,000 records/s."""
     if len(rates) < lags:
         raise ValueError(f"need {lags} sub-intervals of history, got {len(rates)}")
     window = [float(r) for r in rates[-lags:]]
-    scale = sum(window) / lags
-    if scale <= 0:
-        scale = 1.0  # an idle window: features are the raw (zero) rates, the prediction a rate near zero
+    scale = max(sum(window) / lags, floor_rate, 1e-9)
     x = [r / scale for r in window]
     mean = sum(x) / lags
     std = (sum((v - mean) ** 2 for v in x) / lags) ** 0.5
     centre = (lags - 1) / 2
     slope = sum((k - centre) * (v - mean) for k, v in enumerate(x)) / sum((k - centre) ** 2 for k in range(lags))
     row = {f"lag_{k}": x[-k] for k in range(1, lags + 1)}
-    row.update(diff_1=x[-1] - x[-2], diff_3=x[-1] - x[-4] if lags >= 4 else 0.0, mean_3=sum(x[-3:]) / 3,
-               std=std, slope=slope, log_scale=math.log10(scale))
+    row.update(diff_1=x[-1] - x[-2], diff_3=x[-1] - x[-4], mean_3=sum(x[-3:]) / 3, std=std, slope=slope)
     return row, scale
 
 
@@ -102,23 +156,32 @@ class LastValuePredictor:
 class LearnedPredictor:
     """A regression model over `features()`; `predict` maps feature rows to next-period mean rates / scale.
 
-    It needs `lags` sub-intervals of history; until the series is that long it answers with `fallback` (the paper's
-    predictor), which the controller's reason says.
+    It needs `horizon.lags` sub-intervals of history; until the series is that long it answers with `fallback` (the
+    paper's predictor), which the controller's reason says. An idle window (fewer than `horizon.idle_events` events)
+    is answered with the last value: the model was never trained on idle windows. `offset` is added to the model's
+    scale-free answer: the conservative variant's calibrated margin (split-conformal, see analysis.predictors).
     """
 
     def __init__(self, predict: Callable[[list[Mapping[str, float]]], list[float]], name: str,
-                 lags: int = FEATURE_LAGS, fallback: PaperPredictor | None = None):
+                 horizon: Horizon | None = None, fallback: PaperPredictor | None = None, offset: float = 0.0):
         self._predict = predict
         self.name = name
-        self.lags = lags
+        self.horizon = horizon or Horizon()
+        self.lags = self.horizon.lags
         self.fallback = fallback or PaperPredictor()
+        self.offset = offset
+        self._naive = LastValuePredictor()
 
     def forecast(self, times_s, counts, intervals_s, period_s, last_n) -> Forecast:
         rates = [c / i for c, i in zip(counts, intervals_s) if i > 0]
         if len(rates) < self.lags:
             return self.fallback.forecast(times_s, counts, intervals_s, period_s, last_n)
-        row, scale = features(rates, self.lags)
-        ratio = float(self._predict([row])[0])
+        window_events = sum(list(counts)[-self.lags:])
+        if window_events < self.horizon.idle_events:
+            naive = self._naive.forecast(times_s, counts, intervals_s, period_s, last_n)
+            return Forecast(naive.arrivals, naive.trend, self.name)
+        row, scale = features(rates, self.lags, self.horizon.idle_rate)
+        ratio = float(self._predict([row])[0]) + self.offset
         rate = max(0.0, ratio * scale)
         recent = sum(list(counts)[-last_n:]) / max(1e-9, sum(list(intervals_s)[-last_n:]))
         return Forecast(rate * period_s, rate - recent, self.name)

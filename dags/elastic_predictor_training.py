@@ -1,17 +1,17 @@
 """
-### Load predictors for AUTOSCALE: collect, train, evaluate, register, choose the champion
+### Load predictors for AUTOSCALE: collect, evaluate (leave one trace out), register, choose the champion
 
-Manual or weekly (Sunday 03:00 UTC). Fits regression predictors of the next AUTOSCALE iteration's arrivals on the
-real traces (`../shared/traces`, or `$ELASTIC_TRACES_DIR`) and on the per-batch arrivals of the experiment runs
-recorded in MLflow, then evaluates them on **held-back windows** (each series split by time, no leakage from the
-future) against the paper's own predictor (OLS on the last iteration) and a naive last-value one: MAE, MAPE and
-under-prediction rate per series.
+Manual or weekly (Sunday 03:00 UTC). Builds the load predictor of AUTOSCALE's preventive mode from a **declared
+dataset** (`analysis/predictors/dataset.yaml` by default, or the `dataset` you give: which real traces, windows,
+resolution, masked outages, and recorded runs by explicit id), so the same spec gives the same model on any machine;
+its digest is the training run's MLflow input.
 
-Every fitted predictor is logged as an MLflow model (signature, input example) and registered under
-`load-predictor`; the **`champion` alias** moves to the best one only if it beats the paper's predictor and the
-current champion, re-evaluated on the same held-back windows, by `min_improvement`. AUTOSCALE runs use it with
-`predictor=registry` (`models:/load-predictor@champion`). The "MLflow run" link on `register` and
-`choose_champion` opens the training run (evaluation table, decision).
+Every candidate is scored on each trace **it was not trained on** (leave-one-trace-out), next to the naive last value,
+the seasonal naive and the paper's OLS (both readings of its eq. 2). The best one, fitted on everything, is
+registered under `load-predictor` with its split-conformal variant; the aliases `champion` and `conservative` move
+only if it beats the paper's predictor and the naive one on held-out traces, and the current champion on the same
+dataset. AUTOSCALE runs use them with `predictor=registry` (`predictor_alias=conservative` for the calibrated one).
+The "MLflow run" link on `register` and `choose_champion` opens the training run (table, decision).
 
 Training shares the streaming pool: on a small machine it would otherwise spoil a running experiment's timings.
 """
@@ -22,8 +22,7 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowFailException
-from elastic_streaming import (LINK_XCOM_KEY, OWNER, SPARK_POOL, experiment_name, run_setting_param, run_url,
-                               tracking_uri, work_dir)
+from elastic_streaming import LINK_XCOM_KEY, OWNER, SPARK_POOL, run_url, tracking_uri, work_dir
 
 
 @dag(
@@ -37,15 +36,11 @@ from elastic_streaming import (LINK_XCOM_KEY, OWNER, SPARK_POOL, experiment_name
     tags=["elastic-streaming", "predictors", "autoscale"],
     default_args={"owner": OWNER, "retries": 1, "retry_delay": timedelta(minutes=2)},
     params={
-        "traces": Param([], type="array", items={"type": "string"},
-                        description="trace names under the traces directory (empty: every trace found)"),
-        "learn_from_runs": Param(True, type="boolean",
-                                 description="also learn from the arrivals recorded by the experiment runs"),
-        "horizon": Param(5, type="integer", minimum=2, description="sub-intervals per AUTOSCALE iteration"),
-        "step_s": run_setting_param("trigger_s", description="sub-interval length (s): one micro-batch of the runs"),
-        "train_fraction": Param(0.7, type="number", exclusiveMinimum=0, exclusiveMaximum=1),
-        "max_points": Param(20000, type="integer", minimum=100, description="most recent sub-intervals per series"),
-        "under_weight": Param(2.0, type="number", minimum=1, description="weight of under-predictions in the score"),
+        "dataset": Param("", type="string",
+                         description="dataset spec (YAML path); empty: the project's analysis/predictors/dataset.yaml"),
+        "seed": Param(0, type="integer", minimum=0, description="the candidates' random seed"),
+        "coverage": Param(0.8, type="number", exclusiveMinimum=0, exclusiveMaximum=1,
+                          description="the conservative variant's target share of windows not under-predicted"),
         "min_improvement": Param(0.01, type="number", minimum=0, exclusiveMaximum=1,
                                  description="relative margin a challenger needs to take the champion alias"),
     },
@@ -58,64 +53,53 @@ def elastic_predictor_training():
     def collect(params=None, dag_run=None) -> dict:
         from pathlib import Path
 
-        from analysis.load_predictors import PredictorError
-        from analysis.load_predictors import collect as collect_series
+        from analysis.predictors.dataset import DEFAULT_SPEC, DatasetError, load_spec
+        from analysis.predictors.pipeline import collect as collect_dataset
 
         try:
-            return collect_series(Path(folder(dag_run)), params["traces"] or None, tracking_uri(),
-                                  experiment_name() if params["learn_from_runs"] else None, params["step_s"],
-                                  params["max_points"])
+            spec = load_spec(params["dataset"] or DEFAULT_SPEC)
+            return collect_dataset(Path(folder(dag_run)), spec, tracking_uri())
+        except DatasetError as exc:
+            raise AirflowFailException(str(exc)) from None
+
+    @task(pool=SPARK_POOL)
+    def evaluate(params=None, dag_run=None) -> dict:
+        from pathlib import Path
+
+        from analysis.predictors.pipeline import PredictorError
+        from analysis.predictors.pipeline import evaluate as leave_one_trace_out
+
+        try:
+            return leave_one_trace_out(Path(folder(dag_run)), params["seed"], params["coverage"])
         except PredictorError as exc:
             raise AirflowFailException(str(exc)) from None
 
     @task(pool=SPARK_POOL)
-    def train(params=None, dag_run=None) -> dict:
-        from pathlib import Path
-
-        from analysis.load_predictors import PredictorError
-        from analysis.load_predictors import train as train_candidates
-
-        try:
-            return train_candidates(Path(folder(dag_run)), params["horizon"], params["train_fraction"])
-        except PredictorError as exc:
-            raise AirflowFailException(str(exc)) from None
-
-    @task
-    def evaluate(params=None, dag_run=None) -> dict:
-        from pathlib import Path
-
-        from analysis.load_predictors import evaluate as evaluate_candidates
-
-        return evaluate_candidates(Path(folder(dag_run)), params["under_weight"], params["step_s"])
-
-    @task
     def register(ti=None, dag_run=None) -> dict:
         import json
         from pathlib import Path
 
         from mlflow.tracking import MlflowClient
 
-        from analysis.load_predictors import register_predictors
+        from analysis.predictors.pipeline import register_predictors
 
         work = Path(folder(dag_run))
         versions = register_predictors(work, tracking_uri())
-        parent = json.loads((work / "registered.json").read_text())["parent_run_id"]
-        run = MlflowClient(tracking_uri()).get_run(parent)
-        ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(run.info.experiment_id, parent))
+        run_id = json.loads((work / "registered.json").read_text())["run_id"]
+        run = MlflowClient(tracking_uri()).get_run(run_id)
+        ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(run.info.experiment_id, run_id))
         return versions
 
     @task
     def choose_champion(ti=None, params=None, dag_run=None) -> str:
         from pathlib import Path
 
-        from analysis.load_predictors import choose_champion as choose
+        from analysis.predictors.pipeline import choose_champion as choose
 
         ti.xcom_push(key=LINK_XCOM_KEY, value=ti.xcom_pull(task_ids="register", key=LINK_XCOM_KEY))
-        decision = choose(Path(folder(dag_run)), tracking_uri(), params["min_improvement"], params["under_weight"],
-                          params["step_s"])
-        return decision["verdict"]
+        return choose(Path(folder(dag_run)), tracking_uri(), params["min_improvement"])["verdict"]
 
-    collect() >> train() >> evaluate() >> register() >> choose_champion()
+    collect() >> evaluate() >> register() >> choose_champion()
 
 
 elastic_predictor_training()

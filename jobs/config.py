@@ -157,9 +157,14 @@ class RunConfig:
         from jobs.predictors import PredictorLoadError, load_registered_predictor
         from jobs.recording.recorder import default_tracking_uri
 
+        from controllers.forecast import Horizon
+
+        # the controller predicts one iteration (period_s) ahead in sub-intervals of one micro-batch
+        steps = max(1, round(float(params.get("period_s", 10.0)) / self.trigger_s))
         try:
             return load_registered_predictor(self.tracking_uri or default_tracking_uri(), params["predictor_model"],
-                                             params["predictor_alias"], params.get("eq2_reading", "extrapolated"))
+                                             params["predictor_alias"], params.get("eq2_reading", "extrapolated"),
+                                             horizon=Horizon(self.trigger_s, steps))
         except PredictorLoadError as exc:
             raise InputError(f"controller {self.controller!r}: {exc}") from None
 

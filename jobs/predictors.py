@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from controllers.forecast import LearnedPredictor, PaperPredictor, feature_names
+from controllers.forecast import FEATURE_LAGS, Horizon, LearnedPredictor, PaperPredictor, feature_names
 
 
 class PredictorLoadError(ValueError):
@@ -25,8 +25,10 @@ class LoadedPredictor:
     warning: str | None = None
 
 
-def load_registered_predictor(tracking_uri: str, model_name: str, alias: str, eq2_reading: str = "extrapolated"
-                              ) -> LoadedPredictor:
+def load_registered_predictor(tracking_uri: str, model_name: str, alias: str, eq2_reading: str = "extrapolated",
+                              horizon: Horizon | None = None) -> LoadedPredictor:
+    """The registered model behind `model_name@alias`, checked against the controller's features and, when given,
+    the run's horizon (trigger and iteration): a model trained for another horizon is refused before Spark starts."""
     import mlflow
     import pandas as pd
     from mlflow.exceptions import MlflowException
@@ -46,12 +48,23 @@ def load_registered_predictor(tracking_uri: str, model_name: str, alias: str, eq
     mlflow.set_tracking_uri(tracking_uri)
     model = mlflow.pyfunc.load_model(uri)
     schema = model.metadata.get_input_schema()
-    expected = feature_names()
+    meta = model.metadata.metadata or {}
+    expected = feature_names(int(meta.get("feature_lags", FEATURE_LAGS)))
     got = schema.input_names() if schema is not None else None
     if got != expected:
         raise PredictorLoadError(f"registered model {model_name} version {version.version} ({uri}) expects inputs "
                                  f"{got}, but the controller provides {expected}; retrain it with "
-                                 f"`python -m analysis.load_predictors`")
+                                 f"`python -m analysis.predictors train`")
+    where = f"registered model {model_name} version {version.version} ({uri})"
+    try:
+        trained_for = Horizon.from_metadata(meta, where)
+    except ValueError as exc:
+        raise PredictorLoadError(str(exc)) from None
+    if horizon is not None and (why := trained_for.mismatch(horizon)):
+        raise PredictorLoadError(f"{where}: {why}; set the controller's period_s / the run's --trigger-s to match, "
+                                 f"or train a model for this horizon (`python -m analysis.predictors train "
+                                 f"--step-s {horizon.step_s:g} --horizon {horizon.steps}`)")
+    offset = float(meta.get("conformal_offset", 0.0))
 
     def predict(rows: list[dict[str, float]]) -> list[float]:
         return [float(v) for v in pd.DataFrame(rows, columns=expected).pipe(model.predict)]
@@ -65,7 +78,9 @@ def load_registered_predictor(tracking_uri: str, model_name: str, alias: str, eq
         raise PredictorLoadError(f"registered model {model_name} version {version.version} returned {len(probe)} "
                                  f"values for one row")
     name = f"{model_name}@{alias}=v{version.version}"
-    predictor = LearnedPredictor(predict, name, fallback=fallback)
+    predictor = LearnedPredictor(predict, name, horizon=trained_for, fallback=fallback, offset=offset)
     return LoadedPredictor(predictor, {"predictor": name, "predictor.model": model_name,
                                        "predictor.version": str(version.version),
-                                       "predictor.kind": version.tags.get("predictor", "?")})
+                                       "predictor.kind": version.tags.get("predictor", "?"),
+                                       "predictor.horizon": f"{trained_for.steps}x{trained_for.step_s:g}s",
+                                       "predictor.dataset": version.tags.get("dataset", "?")})

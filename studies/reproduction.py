@@ -226,19 +226,15 @@ def _champion_predictor(tracking_uri: str, experiment: str) -> None:
     that)."""
     import subprocess
 
-    from mlflow.exceptions import MlflowException
-
-    from analysis.load_predictors import CHAMPION_ALIAS, REGISTERED_MODEL
+    from analysis.predictors.pipeline import CHAMPION_ALIAS, REGISTERED_MODEL, current_champion
     from jobs.recording.recorder import REPO_ROOT
 
-    try:
-        MlflowClient(tracking_uri).get_model_version_by_alias(REGISTERED_MODEL, CHAMPION_ALIAS)
+    if current_champion(MlflowClient(tracking_uri), REGISTERED_MODEL) is not None:
         return
-    except MlflowException:
-        pass
-    print(f"no {REGISTERED_MODEL}@{CHAMPION_ALIAS} in the registry: training the load predictors first", flush=True)
-    subprocess.run([sys.executable, "-m", "analysis.load_predictors", "--tracking-uri", tracking_uri,
-                    "--runs-experiment", experiment], cwd=REPO_ROOT, check=True)
+    print(f"no {REGISTERED_MODEL}@{CHAMPION_ALIAS} in the registry: training the load predictors first "
+          f"(the project's declared dataset)", flush=True)
+    subprocess.run([sys.executable, "-m", "analysis.predictors", "train", "--tracking-uri", tracking_uri],
+                   cwd=REPO_ROOT, check=True)
 
 
 CLAIMS: tuple[Claim, ...] = (

@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping
+from urllib.parse import urlparse
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
@@ -24,6 +25,8 @@ from mlflow.utils.mlflow_tags import MLFLOW_GIT_COMMIT, MLFLOW_PARENT_RUN_ID, ML
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_STATE = REPO_ROOT / ".local"
 DEFAULT_EXPERIMENT = "elastic-streaming"
+# the variable `mlflow server --default-artifact-root` reads (MLflow 3, mlflow/cli/__init__.py)
+ARTIFACT_ROOT_ENV = "MLFLOW_DEFAULT_ARTIFACT_ROOT"
 MAX_PARAM_LENGTH = 6000
 
 
@@ -32,8 +35,42 @@ def default_tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{LOCAL_STATE / 'mlflow.db'}"
 
 
-def default_artifact_root() -> str:
-    return (LOCAL_STATE / "mlartifacts").as_uri()
+def default_artifact_root(tracking_uri: str | None = None) -> str | None:
+    """Where the experiments this project creates keep their artifacts (each in a folder named after it), or None to
+    let the tracking server or MLflow decide. For a tracking URI (default: `default_tracking_uri()`), in this order:
+
+    1. $MLFLOW_DEFAULT_ARTIFACT_ROOT when set, whatever the tracking URI (SQLite, http(s), postgresql, ...): the
+       variable `mlflow server --default-artifact-root` reads, so a server and this project's clients can share one
+       setting. A URI (`s3://bucket/x`, `file:///data/x`, `mlflow-artifacts:/x`) is used as given, a plain path is
+       made absolute (`file://`).
+    2. A SQLite store file: the folder `mlartifacts` beside the file. For the embedded store
+       (`.local/mlflow.db`, used when nothing is configured) that is the repository's `.local/mlartifacts`; for a
+       user's own `sqlite:////data/runs/mlflow.db` it is `/data/runs/mlartifacts`, never inside this repository.
+    3. Anything else (an MLflow server, a database server, an in-memory SQLite store): None, so the server's own
+       `--default-artifact-root` / `--artifacts-destination` applies, as MLflow does by default.
+
+    Only experiments created from now on are affected: an existing experiment keeps its artifact location.
+    """
+    configured = os.environ.get(ARTIFACT_ROOT_ENV, "").strip()
+    if configured:
+        if len(urlparse(configured).scheme) > 1:  # a URI (one letter would be a Windows drive)
+            return configured.rstrip("/")
+        return Path(configured).expanduser().absolute().as_uri()
+    db = sqlite_path(tracking_uri or default_tracking_uri())
+    return None if db is None else (db.parent / "mlartifacts").as_uri()
+
+
+def sqlite_path(tracking_uri: str) -> Path | None:
+    """The absolute path of a `sqlite:` store's file (relative paths are relative to the working directory, as for
+    SQLite itself); None for other URIs and for an in-memory store."""
+    if not tracking_uri.startswith("sqlite:"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    database = make_url(tracking_uri).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(os.path.abspath(database))
 
 
 def git_revision() -> str:
@@ -60,10 +97,12 @@ def flatten(prefix: str, value: Any) -> dict[str, str]:
 
 
 def ensure_experiment(client: MlflowClient, name: str, tracking_uri: str) -> str:
+    """The experiment's id; created if missing, with its artifacts under `default_artifact_root(tracking_uri)`."""
     exp = client.get_experiment_by_name(name)
     if exp is not None:
         return exp.experiment_id
-    artifact_location = default_artifact_root() + f"/{name}" if tracking_uri.startswith("sqlite:") else None
+    root = default_artifact_root(tracking_uri)
+    artifact_location = None if root is None else f"{root}/{name}"
     try:
         return client.create_experiment(name, artifact_location=artifact_location)
     except MlflowException:  # created concurrently by another run

@@ -1,33 +1,40 @@
-"""Load predictors: time-ordered windows without leakage, training, evaluation against the paper's predictor, the
-MLflow registry (real SQLite store), the champion rule, and how a run loads, checks or falls back from a model."""
+"""Load predictors end to end on a real MLflow store (SQLite): leave-one-trace-out without leakage, the conformal
+variant, registration with the dataset as input, the champion rule (never moved on an error), and how a run and a
+user load, check or fall back from a registered model."""
 import json
 
 import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from mlflow.exceptions import MlflowException
 from sklearn.linear_model import LinearRegression
 
-from analysis import load_predictors as lp
-from controllers.forecast import FEATURE_LAGS, LearnedPredictor, PaperPredictor
+from analysis.predictors import pipeline
+from analysis.predictors.__main__ import main as predictors_cli
+from analysis.predictors.dataset import load_dataset, parse_spec
+from analysis.predictors.evaluation import group_windows, leave_one_trace_out
+from controllers.forecast import Horizon, LearnedPredictor, PaperPredictor
 from jobs.config import InputError, RunConfig
 from jobs.predictors import PredictorLoadError, load_registered_predictor
-from workloads.traces import available_traces
+from tests.analysis.test_predictors_dataset import write_trace
 
 
-def periodic_series(seed: int, n: int = 1200) -> np.ndarray:
-    """A daily-like cycle with bursts: the shape a straight line extrapolates badly and a regression learns."""
+def cycle(seed: int, n: int, level: float, period: int) -> np.ndarray:
+    """A cycle with noise (1 s buckets): the shape a straight line extrapolates badly and a regression learns."""
     rng = np.random.default_rng(seed)
     t = np.arange(n)
-    return np.maximum(0.0, 1000 + 600 * np.sin(2 * np.pi * t / 40) + rng.normal(0, 60, n))
+    return rng.poisson(level * (1 + 0.7 * np.sin(2 * np.pi * t / period)))
 
 
 @pytest.fixture
-def work(tmp_path):
-    w = tmp_path / "work"
-    w.mkdir()
-    np.savez_compressed(w / "series.npz", **{f"synthetic:{s}": periodic_series(s) for s in (1, 2)})
-    return w
+def spec_file(tmp_path):
+    """Three 'traces' at different levels and periods: leave-one-out must generalise across them."""
+    traces = [write_trace(tmp_path / f"trace{k}" / "rate.csv", cycle(k, 3000, level, period))
+              for k, (level, period) in enumerate([(40.0, 60), (400.0, 80), (4000.0, 70)])]
+    path = tmp_path / "dataset.yaml"
+    path.write_text(json.dumps({"traces": traces}))
+    return path
 
 
 @pytest.fixture
@@ -35,58 +42,119 @@ def uri(tmp_path):
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
 
-def test_held_back_windows_never_overlap_training_targets():
-    rates = np.arange(1.0, 401.0)  # each value is its own index + 1
-    train, test = lp.split(lp.windows(rates, horizon=5), 0.7, horizon=5)
-    last_target = train.history[-1][-1] + 5  # the newest value any training target averages over
-    assert test.history.min() > last_target
-    assert len(train) > 0 and len(test) > 0
+def test_each_held_out_trace_is_scored_by_models_that_never_saw_it(spec_file):
+    dataset = load_dataset(parse_spec(json.loads(spec_file.read_text()), str(spec_file)))
+    groups = group_windows(dataset)
+    seen = []
+
+    class Recording(LinearRegression):
+        def fit(self, X, y):
+            seen.append(len(X))
+            return super().fit(X, y)
+
+    result = leave_one_trace_out(dataset, make=lambda seed: {"linear": Recording()}, progress=lambda _: None)
+    active = {g: int((~w.idle).sum()) for g, w in groups.items()}
+    assert seen == [sum(active.values()) - active[g] for g in groups]  # trained on every other group only
+    assert set(result["per_group"]) == set(groups)
+    assert {"last-value", "paper-ols-extrapolated", "paper-ols-literal", "linear", "linear+conformal80"} <= set(
+        result["summary"])
 
 
-def test_training_evaluation_registry_and_champion_rule(work, uri, tmp_path):
-    lp.train(work, horizon=5, train_fraction=0.7)
-    scores = lp.evaluate(work)
-    assert set(scores) == {"paper-ols", "last-value", "ridge", "gradient-boosting", "gradient-boosting-q80"}
-    results = json.loads((work / "evaluation.json").read_text())
-    for name in scores:  # every metric per series, and errors measured separately by sign
-        assert set(results[name]) == {"synthetic:1", "synthetic:2", "mean"}
-        assert {"mae", "mape", "under_rate", "under_mean", "over_mean", "score"} <= set(results[name]["mean"])
-    assert min(scores["ridge"], scores["gradient-boosting"]) < scores["paper-ols"], scores
-    # the conservative variant under-predicts less often than the mean-seeking one
-    assert results["gradient-boosting-q80"]["mean"]["under_rate"] < results["gradient-boosting"]["mean"]["under_rate"]
+def test_training_registers_the_best_with_its_conformal_variant_and_moves_the_aliases(spec_file, uri, tmp_path):
+    work = tmp_path / "work"
+    spec = parse_spec(json.loads(spec_file.read_text()), str(spec_file))
+    collected = pipeline.collect(work, spec)
+    pipeline.evaluate(work, candidates="quick", progress=lambda _: None)
+    result = json.loads((work / "evaluation.json").read_text())
+    best, conformal = result["summary"][result["best"]], result["summary"][result["conformal"]]
+    assert best["mae_vs_naive"] < 1 and best["mae_vs_paper"] < 1, best  # a learnable cycle: the model wins
+    # calibrated on the other traces' residuals: under-predicts about 1 - coverage of the unseen trace's windows
+    assert conformal["under_rate"] < best["under_rate"] and conformal["under_rate"] < 0.35, conformal
 
-    versions = lp.register_predictors(work, uri, experiment="predictors-test")
-    assert sorted(versions) == ["gradient-boosting", "gradient-boosting-q80", "ridge"]
+    versions = pipeline.register_predictors(work, uri, experiment="predictors-test")
+    assert set(versions) == {result["best"], result["conformal"]}
     client = mlflow.MlflowClient(uri)
-    mv = client.get_model_version(lp.REGISTERED_MODEL, versions["ridge"])
-    assert mv.tags["predictor"] == "ridge" and float(mv.tags["score"]) == pytest.approx(scores["ridge"], abs=1e-6)
-    first = lp.choose_champion(work, uri)
+    mv = client.get_model_version(pipeline.REGISTERED_MODEL, versions[result["best"]])
+    assert mv.tags["dataset"] == collected["digest"]
+    assert float(mv.tags["loto_mae_vs_naive"]) == pytest.approx(best["mae_vs_naive"], abs=1e-6)
+    run = client.get_run(mv.tags["training_run"])
+    assert [d.dataset.digest for d in run.inputs.dataset_inputs] == [collected["digest"][:16]]
+
+    first = pipeline.choose_champion(work, uri)
     assert first["moved"] and first["incumbent"] is None
-    champion = client.get_model_version_by_alias(lp.REGISTERED_MODEL, lp.CHAMPION_ALIAS)
-    assert str(champion.version) == versions[first["best"]]
-    # the same candidates again (new versions): not better than the champion on the same windows -> no move
-    lp.register_predictors(work, uri, experiment="predictors-test")
-    second = lp.choose_champion(work, uri)
-    assert not second["moved"] and second["incumbent"] == str(champion.version) and "keep version" in second["verdict"]
-    assert client.get_model_version_by_alias(lp.REGISTERED_MODEL, lp.CHAMPION_ALIAS).version == champion.version
+    assert str(client.get_model_version_by_alias(pipeline.REGISTERED_MODEL, "champion").version) == \
+        versions[result["best"]]
+    assert str(client.get_model_version_by_alias(pipeline.REGISTERED_MODEL, "conservative").version) == \
+        versions[result["conformal"]]
+    # the same dataset and candidates again: not better than the champion on the same dataset -> no move
+    pipeline.register_predictors(work, uri, experiment="predictors-test")
+    second = pipeline.choose_champion(work, uri)
+    assert not second["moved"] and "keep version" in second["verdict"] and "on this dataset" in second["verdict"]
 
-    # a run loads the champion, checked against the controller's features, and says which version it used
-    loaded = load_registered_predictor(uri, lp.REGISTERED_MODEL, lp.CHAMPION_ALIAS)
+    # a run loads the champion, checked against its features and horizon; the conservative one carries its offset
+    loaded = load_registered_predictor(uri, pipeline.REGISTERED_MODEL, "champion", horizon=Horizon(2.0, 5))
     assert isinstance(loaded.predictor, LearnedPredictor) and loaded.warning is None
-    assert loaded.tags["predictor.version"] == str(champion.version)
-    rates = list(periodic_series(3)[:20])
-    fc = loaded.predictor.forecast(list(range(20)), rates, [1.0] * 20, 5.0, 5)
-    assert fc.arrivals > 0 and fc.predictor == loaded.tags["predictor"]
+    assert loaded.tags["predictor.dataset"] == collected["digest"] and loaded.tags["predictor.horizon"] == "5x2s"
+    conservative = load_registered_predictor(uri, pipeline.REGISTERED_MODEL, "conservative")
+    assert conservative.predictor.offset == pytest.approx(result["offset"]) and result["offset"] > 0
+    history = list(cycle(9, 40, 400.0, 80) * 2.0)
+    fc = loaded.predictor.forecast(list(range(40)), history, [2.0] * 40, 10.0, 5)
+    fc_c = conservative.predictor.forecast(list(range(40)), history, [2.0] * 40, 10.0, 5)
+    assert 0 < fc.arrivals < fc_c.arrivals
+    with pytest.raises(PredictorLoadError, match=r"trained to predict 5 sub-intervals of 2 s ahead, the run needs "
+                                                 r"10 of 1 s"):
+        load_registered_predictor(uri, pipeline.REGISTERED_MODEL, "champion", horizon=Horizon(1.0, 10))
+
+    # a user scores the champion on a series of their own: the same table, one held-out series
+    own = write_trace(tmp_path / "mine" / "rate.csv", cycle(11, 1200, 900.0, 75))
+    assert predictors_cli(["evaluate", "--model", "load-predictor@champion", "--series", own,
+                           "--tracking-uri", uri]) == 0
 
 
-def test_a_paper_predictor_that_wins_is_not_replaced(work, uri):
-    series = {f"line:{k}": 500 + 3.0 * np.arange(600) for k in range(2)}  # a straight line: OLS is exact
-    np.savez_compressed(work / "series.npz", **series)
-    lp.train(work, horizon=5, train_fraction=0.7)
-    lp.evaluate(work)
-    lp.register_predictors(work, uri, experiment="predictors-test")
-    decision = lp.choose_champion(work, uri)
-    assert not decision["moved"] and "does not beat the paper's predictor" in decision["verdict"]
+def test_the_champion_never_moves_on_an_error(spec_file, uri, tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    pipeline.collect(work, parse_spec(json.loads(spec_file.read_text()), str(spec_file)))
+    pipeline.evaluate(work, candidates="quick", progress=lambda _: None)
+    pipeline.register_predictors(work, uri, experiment="predictors-test")
+    assert pipeline.choose_champion(work, uri)["moved"]
+    client = mlflow.MlflowClient(uri)
+    before = client.get_model_version_by_alias(pipeline.REGISTERED_MODEL, "champion").version
+    (work / "dataset.json").write_text(json.dumps({**json.loads((work / "dataset.json").read_text()),
+                                                   "digest": "another-dataset"}))  # would allow a move
+    pipeline.register_predictors(work, uri, experiment="predictors-test")
+
+    def unreachable(self, name, alias):
+        raise MlflowException("registry unreachable: connection refused", error_code="INTERNAL_ERROR")
+
+    monkeypatch.setattr(mlflow.MlflowClient, "get_model_version_by_alias", unreachable)
+    with pytest.raises(MlflowException, match="connection refused"):
+        pipeline.choose_champion(work, uri)
+    monkeypatch.undo()
+    assert client.get_model_version_by_alias(pipeline.REGISTERED_MODEL, "champion").version == before
+    assert not (work / "champion.json").exists() or json.loads((work / "champion.json").read_text())["moved"]
+
+
+def test_a_model_that_does_not_beat_the_baselines_is_not_made_champion(tmp_path, uri):
+    # random walks: the last value is the best forecast there is, so no model beats it by the required margin
+    walks = [np.maximum(50, 2000 + np.cumsum(np.random.default_rng(k).normal(0, 80, 3000))) for k in range(3)]
+    lines = [write_trace(tmp_path / f"walk{k}" / "rate.csv", np.round(w)) for k, w in enumerate(walks)]
+    work = tmp_path / "work"
+    pipeline.collect(work, parse_spec({"traces": lines}, "walks.yaml"))
+    pipeline.evaluate(work, candidates="quick", progress=lambda _: None)
+    pipeline.register_predictors(work, uri, experiment="predictors-test")
+    decision = pipeline.choose_champion(work, uri)
+    assert not decision["moved"] and "does not beat both baselines on held-out traces" in decision["verdict"]
+
+
+def test_bad_series_for_evaluate_are_one_line_errors(tmp_path, uri, capsys):
+    bad = tmp_path / "bad" / "rate.csv"
+    write_trace(bad, [5, 6, 7])
+    bad.write_text(bad.read_text() + "1,8\n")
+    assert predictors_cli(["evaluate", "--model", "nothing", "--series", str(bad), "--tracking-uri", uri]) == 2
+    assert "give name@alias" in capsys.readouterr().err
+    assert predictors_cli(["evaluate", "--model", "load-predictor@champion", "--series", str(bad),
+                           "--tracking-uri", uri]) == 2
+    assert "cannot load models:/load-predictor@champion" in capsys.readouterr().err
 
 
 def test_without_a_registered_model_the_run_falls_back_and_records_why(uri):
@@ -117,14 +185,3 @@ def test_a_model_with_another_input_schema_is_an_error_before_the_run(uri, tmp_p
                        tracking_uri=uri, master=None)
     with pytest.raises(InputError, match=r"controller 'autoscale': registered model wrong-schema version 1"):
         config.validate()
-
-
-@pytest.mark.skipif(not available_traces(), reason="no real traces: ../shared/traces (or $ELASTIC_TRACES_DIR) "
-                                                   "is absent in this checkout")
-def test_collect_reads_real_traces_in_place(tmp_path):
-    name = "azure_llm_2023_code" if "azure_llm_2023_code" in available_traces() else available_traces()[0]
-    sizes = lp.collect(tmp_path, [name], step_s=2.0, max_points=500)
-    series = lp.load_series(tmp_path)
-    assert sizes == {f"trace:{name}": len(series[f"trace:{name}"])} and 0 < sizes[f"trace:{name}"] <= 500
-    assert (series[f"trace:{name}"] >= 0).all()
-    assert len(series[f"trace:{name}"]) > 2 * (FEATURE_LAGS + 5)

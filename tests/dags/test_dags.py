@@ -160,7 +160,10 @@ print(json.dumps(out))
         declared = RUN_SETTINGS[name]
         schema = {k: v for k, v in declared.json_schema().items() if k != "description"}
         assert experiment[name] == {"default": declared.default, "schema": schema, "description": declared.doc}, name
-    assert training["params"]["step_s"]["default"] == RUN_SETTINGS["trigger_s"].default
+    # the predictors' declared horizon is one micro-batch of the runs' default trigger
+    from analysis.predictors.dataset import load_spec
+    assert load_spec().horizon.step_s == RUN_SETTINGS["trigger_s"].default
+    assert set(training["params"]) == {"dataset", "seed", "coverage", "min_improvement", "candidates"}
 
 
 def test_experiment_dag_end_to_end(tmp_path):
@@ -262,37 +265,46 @@ def test_nightly_fails_with_a_listing_on_a_regression_and_passes_on_identical_re
     assert client.get_run(tonight.info.run_id).data.tags["nightly.verdict"] == "pass"
 
 
-def record_arrivals(uri: str, runs: int = 2, batches: int = 400) -> None:
-    """Finished experiment runs with per-batch arrivals, as the Spark job records them (a cycle plus noise)."""
+def record_arrivals(uri: str, runs: int = 4, batches: int = 400) -> list[str]:
+    """Finished experiment runs with per-batch arrivals, as the Spark job records them (a cycle plus noise), of two
+    workloads; their ids."""
     import numpy as np
 
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
     rng = np.random.default_rng(5)
+    ids = []
     for r in range(runs):
-        run = client.create_run(exp.experiment_id, tags={"workload": "cycle", "seed": str(r)}).info.run_id
+        workload, period = ("cycle-a", 30) if r % 2 == 0 else ("cycle-b", 24)
+        run = client.create_run(exp.experiment_id, tags={"workload": workload, "seed": str(r)}).info.run_id
         for step in range(batches):
-            rate = 2000 + 1500 * np.sin(2 * np.pi * step / 30) + rng.normal(0, 100)
+            rate = 2000 + 1500 * np.sin(2 * np.pi * step / period) + rng.normal(0, 100)
             client.log_metric(run, "batch.arrivals", float(max(0.0, rate) * 2.0), step=step)
             client.log_metric(run, "batch.interval_s", 2.0, step=step)
         client.set_terminated(run, "FINISHED")
+        ids.append(run)
+    return ids
 
 
 def test_predictor_training_dag_registers_candidates_and_moves_the_champion(tmp_path):
     uri = sqlite_uri(tmp_path)
-    record_arrivals(uri)
-    result = run_dag(tmp_path / "airflow", "elastic_predictor_training", {"max_points": 300}, uri)
+    run_ids = record_arrivals(uri)
+    dataset = tmp_path / "dataset.yaml"  # recorded runs join only by explicit id; two workloads: two held-out groups
+    dataset.write_text(json.dumps({"runs": run_ids}))
+    result = run_dag(tmp_path / "airflow", "elastic_predictor_training",
+                     {"dataset": str(dataset), "candidates": "quick"}, uri)
     assert_state(result, "success")
-    for task_id in ("collect", "train", "evaluate", "register", "choose_champion"):
+    for task_id in ("collect", "evaluate", "register", "choose_champion"):
         assert states(result, task_id) == {-1: "success"}, task_id
-    series = xcom(result, "collect", "return_value")
-    assert sum(name.startswith("run:") for name in series) == 2, series
+    collected = xcom(result, "collect", "return_value")
+    assert sum(line.startswith("run:") for line in collected["series"]) == 4, collected
     verdict = xcom(result, "choose_champion", "return_value")
     client = MlflowClient(uri)
     versions = client.search_model_versions("name = 'load-predictor'")
-    assert len(versions) == 3
+    assert len(versions) == 2  # the selected model and its conformal variant
     assert verdict.startswith("champion -> version"), verdict  # a learnable cycle: a model beats the paper's OLS
     champion = client.get_model_version_by_alias("load-predictor", "champion")
+    assert champion.tags["dataset"] == collected["digest"]
     [parent] = client.search_runs([client.get_experiment_by_name("load-predictors").experiment_id],
                                   "tags.kind = 'predictor-training'")
     assert parent.data.tags["champion_decision"] == verdict and f"version {champion.version}" in verdict
