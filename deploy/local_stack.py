@@ -72,7 +72,9 @@ def start() -> int:
         LOCAL.mkdir(exist_ok=True)
         _start("mlflow", [str(bin_dir / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(MLFLOW_PORT),
                           "--backend-store-uri", env["MLFLOW_TRACKING_URI"],
-                          "--default-artifact-root", (LOCAL / "mlartifacts").as_uri()], env)
+                          # the same root the recorder uses: the user's if configured, else .local
+                          "--default-artifact-root",
+                          os.environ.get("MLFLOW_DEFAULT_ARTIFACT_ROOT") or (LOCAL / "mlartifacts").as_uri()], env)
     if not _alive("airflow"):
         _start("airflow", [str(bin_dir / "airflow"), "standalone"], env)
     ok_mlflow = _wait_http(f"http://127.0.0.1:{MLFLOW_PORT}/health", 120)

@@ -83,8 +83,10 @@ def report_page(work: Path, result: dict, decision: dict, args) -> str:
         "answers them with the last value).\n\n"
         f"{sizes}\n\n"
         "Each row's model was trained on every other trace and never saw the one it is scored on; the model is "
-        f"selected by mean MAE ÷ naive over held-out traces. `{result['conformal']}` is the selected model plus a "
-        f"split-conformal offset (the {result['coverage']:.0%} quantile of the other traces' held-out residuals), "
+        "selected by mean MAE ÷ naive over held-out traces; training weighs every trace the same. Each "
+        "`+conformal` row is a model plus a split-conformal offset (the "
+        f"{result['coverage']:.0%} quantile of the other traces' held-out residuals, so it too is scored on a "
+        f"trace it was not calibrated on); `{result['conformal']}`, the one that costs least accuracy, is "
         "registered under the alias `conservative`.\n\n"
         f"Champion decision: {decision['verdict']}\n\n"
         "## Goals (issue #23)\n\n" + goals_markdown(result) + "\n## Table\n\n" + evaluation_markdown(result))

@@ -118,6 +118,12 @@ def _number(value: Any, where: str, positive: bool = True) -> float:
     return float(value)
 
 
+def _whole(value: Any, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise DatasetError(f"{where} must be a whole number >= {minimum}, got {value!r}")
+    return value
+
+
 def _span(value: Any, where: str) -> tuple[float, float]:
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise DatasetError(f"{where} must be [start_s, end_s], got {value!r}")
@@ -141,21 +147,15 @@ def parse_spec(raw: Any, source: str = "<dict>") -> DatasetSpec:
     if not isinstance(h, Mapping):
         raise DatasetError(f"{source}: horizon must be a mapping with step_s and steps")
     _unknown(h, _HORIZON, f"{source}: horizon")
-    steps = h.get("steps", 5)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise DatasetError(f"{source}: horizon.steps must be a whole number >= 1, got {steps!r}")
-    lags = h.get("lags", FEATURE_LAGS)
-    if isinstance(lags, bool) or not isinstance(lags, int) or lags < 4:
-        raise DatasetError(f"{source}: horizon.lags must be a whole number >= 4, got {lags!r}")
+    steps = _whole(h.get("steps", 5), f"{source}: horizon.steps", 1)
+    lags = _whole(h.get("lags", FEATURE_LAGS), f"{source}: horizon.lags", 4)
     horizon = Horizon(_number(h.get("step_s", 2.0), f"{source}: horizon.step_s"), steps, lags,
                       _number(h.get("idle_events", IDLE_WINDOW_EVENTS), f"{source}: horizon.idle_events"))
     o = raw.get("outage", {})
     if not isinstance(o, Mapping):
         raise DatasetError(f"{source}: outage must be a mapping with min_s and nats")
     _unknown(o, _OUTAGE, f"{source}: outage")
-    max_points = raw.get("max_points", 20000)
-    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 100:
-        raise DatasetError(f"{source}: max_points must be a whole number >= 100, got {max_points!r}")
+    max_points = _whole(raw.get("max_points", 20000), f"{source}: max_points", 100)
     traces_raw = raw.get("traces", [])
     if not isinstance(traces_raw, list):
         raise DatasetError(f"{source}: traces must be a list")

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from analysis.predictors.dataset import Dataset, DatasetSpec, Series, load_dataset, parse_spec
-from analysis.predictors.evaluation import (CANDIDATE_SETS, DEFAULT_COVERAGE, fit_final, group_windows,
+from analysis.predictors.evaluation import (CANDIDATE_SETS, CONSERVATIVE_SETS, DEFAULT_COVERAGE, fit_final, group_windows,
                                            leave_one_trace_out)
 from controllers.forecast import feature_names
 
@@ -68,7 +68,7 @@ def evaluate(work: Path, seed: int = 0, coverage: float = DEFAULT_COVERAGE, cand
         raise PredictorError(f"candidates {candidates!r}: known sets are {', '.join(CANDIDATE_SETS)}")
     try:
         result = leave_one_trace_out(read_dataset(work), seed, coverage, make=CANDIDATE_SETS[candidates],
-                                     progress=progress)
+                                     progress=progress, conservative=CONSERVATIVE_SETS[candidates])
     except ValueError as exc:
         raise PredictorError(str(exc)) from None
     result["seed"], result["candidates"] = seed, candidates
@@ -93,7 +93,10 @@ def register_predictors(work: Path, tracking_uri: str, experiment: str = EXPERIM
     result = json.loads((work / "evaluation.json").read_text())
     horizon = dataset.spec.horizon
     windows = group_windows(dataset)
-    model = fit_final(windows, result["best"], result["seed"], CANDIDATE_SETS[result["candidates"]])
+    models = {**CANDIDATE_SETS[result["candidates"]](result["seed"]),
+              **CONSERVATIVE_SETS[result["candidates"]](result["seed"], result["coverage"])}
+    fitted = {name: fit_final(windows, name, result["seed"], lambda seed: models)
+              for name in {result["best"], result["conformal_base"]}}
     example = next(iter(windows.values())).X.head(5)
     mlflow.set_tracking_uri(tracking_uri)
     client = mlflow.MlflowClient(tracking_uri)
@@ -116,8 +119,10 @@ def register_predictors(work: Path, tracking_uri: str, experiment: str = EXPERIM
         for name, s in result["summary"].items():
             key = name.replace("+", "_")
             mlflow.log_metrics({f"{key}.mae_vs_naive": s["mae_vs_naive"], f"{key}.under_rate": s["under_rate"]})
-        for variant, offset in ((result["best"], 0.0), (result["conformal"], result["offset"])):
+        for variant, base, offset in ((result["best"], result["best"], 0.0),
+                                      (result["conformal"], result["conformal_base"], result["offset"])):
             s = result["summary"][variant]
+            model = fitted[base]
             info = mlflow.sklearn.log_model(
                 model, name=variant.replace("+", "-"), signature=infer_signature(example, model.predict(example)),
                 input_example=example, registered_model_name=model_name, skops_trusted_types=TRUSTED_TYPES,

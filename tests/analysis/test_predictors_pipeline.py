@@ -48,9 +48,10 @@ def test_each_held_out_trace_is_scored_by_models_that_never_saw_it(spec_file):
     seen = []
 
     class Recording(LinearRegression):
-        def fit(self, X, y):
+        def fit(self, X, y, sample_weight=None):
             seen.append(len(X))
-            return super().fit(X, y)
+            assert sample_weight is not None and sample_weight.mean() == pytest.approx(1.0)
+            return super().fit(X, y, sample_weight=sample_weight)
 
     result = leave_one_trace_out(dataset, make=lambda seed: {"linear": Recording()}, progress=lambda _: None)
     active = {g: int((~w.idle).sum()) for g, w in groups.items()}
