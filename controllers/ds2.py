@@ -30,29 +30,51 @@ predicted utilisation is within target ± band), min/max degree, a scale-down st
 must be asked for continuously that long), and the metrics window (batches averaged). Defaults are the project's
 choices, sized for short experiments: target 0.7, band 0.2, delay 10 s, window 3 batches (and at least 200
 records per operator before a rate is trusted), catch-up 10 s.
+
+Guards (controllers/guards.py, on by default; `guards=off` is DS2 as above, exactly). With guards on, the target,
+band, catch-up and minimum records are the guard layer's options of the same names (one declaration), and:
+sizing uses each operator's observed scalability (stage time a_i / speedup_i(p), the effective parallelism measured
+at each degree it has run at — busy time ÷ stage wall time — linear where unobserved) instead of a_i / p, with the
+fixed cost measured as batch time minus the stages' wall times, and never sizes an operator above the slots or above its current degree while an
+ineffective-scaling block holds; the proposal then goes through the guards' review (excluded periods, band on the
+observed utilisation, bounds, ineffective scaling, `stabilisation_s` instead of `scale_down_delay_s`,
+reconfiguration cost).
 """
 from __future__ import annotations
 
 from collections import deque
+from typing import Callable, Mapping
 
 from controllers.base import Controller, Param, register
-from controllers.common_params import INITIAL_DEGREE, MIN_DEGREE, PARALLEL_SLOTS, at_most_max_degree
+from controllers.common_params import INITIAL_DEGREE, at_most_max_degree
+from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards, catch_up_rate
 from params.declare import SearchRange
 from controllers.types import Decision, Snapshot
 
 
 def least_cost_degrees(work_s: dict[str, float], budget_s: float, min_degree: int, max_degree: int) -> dict[str, int]:
     """The least Σp with Σ work/p <= budget (greedy on the marginal gain); max degrees when even they do not fit."""
-    degrees = {op: min_degree for op in work_s}
+    return least_cost_vector(lambda op, p: work_s[op] / p, tuple(work_s), budget_s, min_degree,
+                             {op: max_degree for op in work_s if work_s[op] > 0})
 
-    def batch_work() -> float:
-        return sum(w / degrees[op] for op, w in work_s.items())
 
-    while batch_work() > budget_s:
-        growable = [op for op in work_s if degrees[op] < max_degree and work_s[op] > 0]
+def least_cost_vector(stage_s: Callable[[str, int], float], operators: tuple[str, ...], budget_s: float,
+                      min_degree: int | Mapping[str, int], caps: Mapping[str, int]) -> dict[str, int]:
+    """The least Σp with Σ stage_s(op, p) <= budget, greedily adding the task that shortens the batch most, from
+    min_degree (one for all, or per operator); an operator grows only up to its cap (absent: never), and not at all
+    once no task shortens the batch."""
+    degrees = {op: min_degree[op] if isinstance(min_degree, Mapping) else min_degree for op in operators}
+
+    def gain(op: str) -> float:
+        return stage_s(op, degrees[op]) - stage_s(op, degrees[op] + 1)
+
+    while sum(stage_s(op, degrees[op]) for op in operators) > budget_s:
+        growable = [op for op in operators if degrees[op] < caps.get(op, 0)]
         if not growable:
             break
-        best = max(growable, key=lambda op: work_s[op] / degrees[op] - work_s[op] / (degrees[op] + 1))
+        best = max(growable, key=gain)
+        if gain(best) <= 0:
+            break
         degrees[best] += 1
     return degrees
 
@@ -62,28 +84,21 @@ class DS2Controller(Controller):
     name = "ds2"
     summary = "DS2 rate-based scaling (Flink's autoscaler), all operators in one step, for micro-batches"
     PARAMS = {
-        "target_utilization": Param(float, 0.7, "fraction of the trigger interval a batch should take", 0.05, 1.0,
-                                    search=SearchRange(0.3, 0.95)),
-        "utilization_band": Param(float, 0.2, "no action while predicted utilisation is within target ± band",
-                                  0.0, 1.0, search=SearchRange(0.0, 0.4)),
-        "min_degree": MIN_DEGREE,
-        "parallel_slots": PARALLEL_SLOTS,
-        "scale_down_delay_s": Param(float, 10.0, "a lower vector must be proposed this long before it is applied",
-                                    0.0, search=SearchRange(0.0, 60.0)),
+        "scale_down_delay_s": Param(float, 10.0, "guards off: a lower vector must be proposed this long before it is "
+                                                 "applied (guards on: stabilisation_s)", 0.0,
+                                    search=SearchRange(0.0, 60.0)),
         "window_batches": Param(int, 3, "batches whose metrics are averaged", 1, search=SearchRange(1, 10)),
-        "min_records": Param(int, 200, "records an operator must have processed in the window before its rate is "
-                                       "trusted (a handful of records measures task start-up, not the operator)", 1),
-        "catch_up_s": Param(float, 10.0, "seconds over which to drain the backlog (added to the target rate)", 0.1,
-                            search=SearchRange(2.0, 60.0, log=True)),
         "initial_degree": INITIAL_DEGREE,
+        **GUARD_PARAMS,
     }
-    RULES = (at_most_max_degree("initial_degree", "min_degree"),)
+    RULES = (at_most_max_degree("initial_degree", "min_degree"), *GUARD_RULES)
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
         self._window: deque[Snapshot] = deque(maxlen=self.params["window_batches"])
         self._lower_since: float | None = None
         self._last_change_batch = -1
+        self.guards = Guards(self.params, self.operators, max_degree)
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: min(self.max_degree, max(self.params["initial_degree"], self.params["min_degree"]))
@@ -102,46 +117,94 @@ class DS2Controller(Controller):
             return None
         arrival_rate = sum(s.arrivals for s in window) / interval
         trigger = snapshot.trigger_interval_s
-        # what arrives while a batch runs is always waiting when it ends; only the rest is lag to catch up on
-        lag = max(0.0, snapshot.backlog - arrival_rate * snapshot.batch_duration_s)
-        rate = arrival_rate + lag / self.params["catch_up_s"]
-        work, fixed, flowing = {}, [], rate
+        rate, lag = catch_up_rate(arrival_rate, snapshot.backlog, snapshot.batch_duration_s,
+                                  self.params["catch_up_s"])
+        work, rates, flowing = {}, {}, rate
         for op in snapshot.operators:
             records = sum(s.operator(op.name).records_in for s in window)
             busy = sum(s.operator(op.name).busy_s for s in window)
             if records < self.params["min_records"]:
                 return None
             work[op.name] = flowing * trigger * busy / records  # a_i: busy seconds per trigger interval
+            rates[op.name] = flowing
             flowing *= sum(s.operator(op.name).records_out for s in window) / records
-        for s in window:
-            fixed.append(s.batch_duration_s - sum(o.busy_s / o.degree for o in s.operators))
+        guarded = self.guards.enabled
+        if guarded:
+            # observed scalability: the stage at degree p takes a_i / speedup_i(p), the effective parallelism the
+            # operator showed at each degree (busy ÷ wall time; linear where it never ran), instead of a_i / p
+            per_record = {op: work[op] / (rates[op] * trigger) if rates[op] > 0 else 0.0 for op in work}
+
+            def stage(op: str, p: int) -> float:
+                return self.guards.stage_s(op, p, rates[op] * trigger, per_record[op]) if work[op] > 0 else 0.0
+
+            fixed = [s.batch_duration_s - sum(o.span_s for o in s.operators) for s in window]
+            caps = {op: self.guards.max_useful(op, snapshot.degrees[op]) for op in work if work[op] > 0}
+        else:
+            def stage(op: str, p: int) -> float:
+                return work[op] / p
+
+            fixed = [s.batch_duration_s - sum(o.busy_s / o.degree for o in s.operators) for s in window]
+            caps = {op: self._cap() for op in work if work[op] > 0}
         overhead = max(0.0, sum(fixed) / len(fixed))
+        ops = tuple(work)
         budget = self.params["target_utilization"] * trigger - overhead
-        degrees = least_cost_degrees(work, budget, self.params["min_degree"], self._cap())
-        if sum(w / degrees[op] for op, w in work.items()) > budget:
+        degrees = least_cost_vector(stage, ops, budget, self.params["min_degree"], caps)
+        if sum(stage(op, degrees[op]) for op in ops) > budget:
             # the target is out of reach even at the cap: settle for keeping up (batch <= trigger interval), which
             # is what stability needs, rather than paying for every task to miss the target anyway
             budget = trigger - overhead
-            degrees = least_cost_degrees(work, budget, self.params["min_degree"], self._cap())
+            degrees = least_cost_vector(stage, ops, budget, self.params["min_degree"], caps)
         current = snapshot.degrees
-        predicted = (sum(w / current[op] for op, w in work.items()) + overhead) / trigger
+        predicted = (sum(stage(op, current[op]) for op in ops) + overhead) / trigger
+        if guarded:
+            # scale-ups at once, scale-downs after stabilisation: a proposal is either the least-cost vector above
+            # the current one (when the current one does not fit the budget) or one below it, never a mix whose
+            # ups were sized for downs that would have to wait
+            def fits(vector: Mapping[str, int]) -> bool:
+                return sum(stage(op, vector[op]) for op in ops) <= budget
+
+            if fits(current):
+                lower = {op: min(current[op], degrees.get(op, current[op])) for op in current}
+                degrees = lower if fits(lower) else dict(current)
+            else:
+                floors = {op: current[op] for op in ops}
+                degrees = least_cost_vector(stage, ops, budget, floors,
+                                            {op: max(caps.get(op, 0), current[op]) for op in ops})
         details = {"target_rate": rate, "lag": lag, "overhead_s": overhead, "budget_s": budget,
                    "utilization": predicted, **{f"work_s_{op}": w for op, w in work.items()}}
+        if guarded:
+            details.update({f"guard.stage_s.{op}": stage(op, degrees[op]) for op in ops})
         return degrees, details
 
     def decide(self, snapshot: Snapshot) -> Decision:
         self._window.append(snapshot)
+        self.guards.observe(snapshot)
+        decision = self._decide(snapshot)
+        if dict(decision.degrees) != snapshot.degrees:
+            self._last_change_batch = snapshot.batch_id
+        return decision
+
+    def _decide(self, snapshot: Snapshot) -> Decision:
         current = snapshot.degrees
+        review = self.guards.review if self.guards.enabled else None
         planned = self.plan(snapshot)
         if planned is None:
-            return Decision(current, f"fewer than {self.params['min_records']} records measured at these degrees")
+            reason = f"fewer than {self.params['min_records']} records measured at these degrees"
+            return review(snapshot, current, reason) if review else Decision(current, reason)
         degrees, details = planned
         p = self.params
         if details["budget_s"] <= 0:  # more tasks shorten stages, never the fixed cost
-            return Decision(current, f"the fixed per-batch cost ({details['overhead_s']:.2f} s) alone exceeds the "
-                                     f"target share of the trigger interval: no degree vector can meet it",
-                            details=details)
+            reason = (f"the fixed per-batch cost ({details['overhead_s']:.2f} s) alone exceeds the target share of "
+                      f"the trigger interval: no degree vector can meet it")
+            return review(snapshot, current, reason, details) if review else Decision(current, reason,
+                                                                                      details=details)
         low, high = p["target_utilization"] - p["utilization_band"], p["target_utilization"] + p["utilization_band"]
+        if review:
+            if degrees == current:
+                return review(snapshot, current, f"predicted utilisation {details['utilization']:.2f}, already the "
+                                                 f"least-cost vector", details)
+            return review(snapshot, degrees, f"predicted utilisation {details['utilization']:.2f}: target "
+                                             f"{details['target_rate']:.0f} ev/s needs {degrees}", details)
         if low <= details["utilization"] <= high:
             self._lower_since = None
             return Decision(current, f"predicted utilisation {details['utilization']:.2f} within [{low:.2f}, "
@@ -157,6 +220,5 @@ class DS2Controller(Controller):
                                          f"{degrees} pending ({waited:.1f}/{p['scale_down_delay_s']:g} s)",
                                 details=details)
         self._lower_since = None
-        self._last_change_batch = snapshot.batch_id
         return Decision(degrees, f"utilisation {details['utilization']:.2f} outside [{low:.2f}, {high:.2f}]: target "
                                  f"{details['target_rate']:.0f} ev/s needs {degrees}", details=details)

@@ -44,8 +44,8 @@ class Horizon:
     def __post_init__(self):
         if not (self.step_s > 0 and math.isfinite(self.step_s)):
             raise ValueError(f"horizon step_s must be > 0, got {self.step_s}")
-        if self.steps < 1 or self.lags < 4:
-            raise ValueError(f"horizon needs steps >= 1 and lags >= 4, got steps={self.steps}, lags={self.lags}")
+        if self.steps < 1 or self.lags < 5:
+            raise ValueError(f"horizon needs steps >= 1 and lags >= 5, got steps={self.steps}, lags={self.lags}")
 
     @property
     def period_s(self) -> float:
@@ -79,7 +79,8 @@ class Horizon:
 
 
 def feature_names(lags: int = FEATURE_LAGS) -> list[str]:
-    return [f"lag_{k}" for k in range(1, lags + 1)] + ["diff_1", "diff_3", "mean_3", "std", "slope"]
+    return ([f"lag_{k}" for k in range(1, lags + 1)]
+            + ["diff_1", "diff_3", "mean_3", "mean_5", "mean_10", "median_5", "min_5", "max_5", "std", "slope"])
 
 
 def features(rates: Sequence[float], lags: int = FEATURE_LAGS, floor_rate: float = 0.0
@@ -100,7 +101,12 @@ def features(rates: Sequence[float], lags: int = FEATURE_LAGS, floor_rate: float
     centre = (lags - 1) / 2
     slope = sum((k - centre) * (v - mean) for k, v in enumerate(x)) / sum((k - centre) ** 2 for k in range(lags))
     row = {f"lag_{k}": x[-k] for k in range(1, lags + 1)}
-    row.update(diff_1=x[-1] - x[-2], diff_3=x[-1] - x[-4], mean_3=sum(x[-3:]) / 3, std=std, slope=slope)
+    # level estimates at several smoothing lengths: a sum over lags is what trees approximate worst, and a noisy
+    # sub-interval's best forecast is mostly a smoothed level
+    last5 = sorted(x[-5:])
+    row.update(diff_1=x[-1] - x[-2], diff_3=x[-1] - x[-4], mean_3=sum(x[-3:]) / 3, mean_5=sum(x[-5:]) / 5,
+               mean_10=sum(x[-10:]) / len(x[-10:]), median_5=last5[2], min_5=last5[0], max_5=last5[-1], std=std,
+               slope=slope)
     return row, scale
 
 

@@ -5,11 +5,20 @@ At or above an upper ratio (0.9) it added executors, max(1, round(ratio)) of the
 it removed one; and it waited a scaling interval between actions. This controller applies the same rule per
 operator, which is what a micro-batch job with live per-operator parallelism can act on: it scales up the
 bottleneck (the operator that took the longest wall time in the batch) and scales down the least utilised one.
+
+Guards (controllers/guards.py, on by default; `guards=off` is the rule above, exactly). With guards on, the rule
+still decides whether to act and on which operator, but a scale-up is sized by the catch-up guard — the least degree
+at which the bottleneck carries the current arrival rate plus the backlog drained within `catch_up_s`, on its
+observed capacity curve (at least one task more) — instead of the ratio step; operators at the slot bound or blocked
+by the ineffective-scaling guard are not candidates; and every proposal goes through the guards' review (excluded
+periods, band, bounds, ineffective scaling, stabilisation of scale-downs, reconfiguration cost). The cooldown
+still applies after every action.
 """
 from __future__ import annotations
 
 from controllers.base import Controller, Param, register
-from controllers.common_params import COOLDOWN_S, INITIAL_DEGREE, MIN_DEGREE, at_most_max_degree, below
+from controllers.common_params import COOLDOWN_S, INITIAL_DEGREE, at_most_max_degree, below
+from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards
 from params.declare import Choices, SearchRange
 from controllers.types import Decision, Snapshot
 
@@ -25,35 +34,64 @@ class ThresholdController(Controller):
                                   search=SearchRange(0.05, 0.6)),
         "cooldown_s": COOLDOWN_S,
         "initial_degree": INITIAL_DEGREE,
-        "min_degree": MIN_DEGREE,
-        "step": Param(str, "ratio", "scale-up size: 'ratio' adds max(1, round(ratio)) like Spark; 'one' adds 1",
+        "step": Param(str, "ratio", "scale-up size: 'ratio' adds max(1, round(ratio)) like Spark; 'one' adds 1 "
+                                    "(guards on: the catch-up size)",
                       choices=("ratio", "one"), search=Choices(("ratio", "one"))),
+        **GUARD_PARAMS,
     }
-    RULES = (below("scale_down_ratio", "scale_up_ratio"), at_most_max_degree("initial_degree", "min_degree"))
+    RULES = (below("scale_down_ratio", "scale_up_ratio"), at_most_max_degree("initial_degree", "min_degree"),
+             *GUARD_RULES)
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
         self._last_action_s: float | None = None
+        self.guards = Guards(self.params, self.operators, max_degree)
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: max(self.params["initial_degree"], self.params["min_degree"]) for op in self.operators}
 
     def decide(self, snapshot: Snapshot) -> Decision:
+        if not self.guards.enabled:
+            decision = self._rule(snapshot)
+        else:
+            self.guards.observe(snapshot)
+            proposal = self._rule(snapshot)
+            decision = self.guards.review(snapshot, proposal.degrees, proposal.reason, proposal.details)
+        if dict(decision.degrees) != snapshot.degrees:
+            self._last_action_s = snapshot.time_s
+        return decision
+
+    def _rule(self, snapshot: Snapshot) -> Decision:
         p = self.params
+        guards = self.guards if self.guards.enabled else None
         degrees = snapshot.degrees
         ratio = snapshot.batch_duration_s / snapshot.trigger_interval_s
         details = {"ratio": ratio}
         if self._last_action_s is not None and snapshot.time_s - self._last_action_s < p["cooldown_s"]:
             return Decision(degrees, f"cooldown ({snapshot.time_s - self._last_action_s:.1f}s < {p['cooldown_s']}s)", details=details)
         if ratio >= p["scale_up_ratio"]:
-            candidates = [op for op in snapshot.operators if op.degree < self.max_degree]
+            top = {op.name: guards.max_useful(op.name, op.degree) if guards else self.max_degree
+                   for op in snapshot.operators}
+            candidates = [op for op in snapshot.operators if op.degree < top[op.name]]
             if not candidates:
-                return Decision(degrees, f"ratio {ratio:.2f} >= {p['scale_up_ratio']} but every operator is at max", details=details)
+                where = "at its largest useful degree (slots, ineffective-scaling blocks)" if guards else "at max"
+                return Decision(degrees, f"ratio {ratio:.2f} >= {p['scale_up_ratio']} but every operator is {where}", details=details)
             bottleneck = max(candidates, key=lambda op: op.span_s)
             step = max(1, round(ratio)) if p["step"] == "ratio" else 1
             new = min(self.max_degree, bottleneck.degree + step)
+            if guards:
+                target, lag, _ = guards.target_rate(snapshot)
+                sized = guards.catch_up_degree(snapshot, bottleneck.name, target)
+                details.update({"guard.catch_up_rate": target, "guard.lag": lag})
+                if sized is not None:
+                    details[f"guard.catch_up_degree.{bottleneck.name}"] = sized
+                    if sized <= bottleneck.degree:
+                        return Decision(degrees, f"ratio {ratio:.2f} >= {p['scale_up_ratio']}, but {bottleneck.name} "
+                                                 f"carries the catch-up rate {target:.0f} ev/s at its degree "
+                                                 f"{bottleneck.degree}", details=details)
+                    new = sized
+                new = min(new, top[bottleneck.name])
             degrees[bottleneck.name] = new
-            self._last_action_s = snapshot.time_s
             return Decision(
                 degrees,
                 f"ratio {ratio:.2f} >= {p['scale_up_ratio']}: bottleneck {bottleneck.name} "
@@ -66,7 +104,6 @@ class ThresholdController(Controller):
                 return Decision(degrees, f"ratio {ratio:.2f} <= {p['scale_down_ratio']}, all at min", details=details)
             idlest = min(candidates, key=lambda op: op.busy_s / op.degree)
             degrees[idlest.name] = idlest.degree - 1
-            self._last_action_s = snapshot.time_s
             return Decision(
                 degrees,
                 f"ratio {ratio:.2f} <= {p['scale_down_ratio']}: least utilised {idlest.name} "

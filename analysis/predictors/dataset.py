@@ -14,6 +14,7 @@ A spec is a YAML file (the project's is analysis/predictors/dataset.yaml):
         window: [0, 2592000]             # trace time [start, end) to use
         mask: [[86400, 90000]]           # declared bad stretches (trace time)
     runs: [<run id>, ...]                # recorded experiment runs, only by explicit id
+    weighting: windows                   # training weight per window (windows) or per trace (traces)
 
 Each trace is read at `step_s × compression` trace seconds per sub-interval (a whole number of its buckets), the
 resolution a replay of it with that compression has. **Outages**: a run of empty buckets is masked as a logging
@@ -39,7 +40,8 @@ import yaml
 from controllers.forecast import FEATURE_LAGS, IDLE_WINDOW_EVENTS, Horizon
 
 DEFAULT_SPEC = Path(__file__).resolve().parent / "dataset.yaml"
-_TOP = {"horizon", "max_points", "outage", "traces", "runs"}
+_TOP = {"horizon", "max_points", "outage", "traces", "runs", "weighting"}
+WEIGHTINGS = ("windows", "traces")
 _TRACE = {"name", "compression", "period_s", "window", "mask"}
 _HORIZON = {"step_s", "steps", "lags", "idle_events"}
 _OUTAGE = {"min_s", "nats"}
@@ -67,13 +69,14 @@ class DatasetSpec:
     outage_min_s: float = 600.0
     outage_nats: float = 14.0
     source: str = "<dict>"
+    weighting: str = "windows"  # training weight: every window the same, or every trace the same
 
     def canonical(self) -> dict[str, Any]:
         h = self.horizon
         return {"horizon": {"step_s": h.step_s, "steps": h.steps, "lags": h.lags, "idle_events": h.idle_events},
                 "max_points": self.max_points,
                 "outage": {"min_s": self.outage_min_s, "nats": self.outage_nats},
-                "traces": [asdict(t) for t in self.traces], "runs": list(self.runs)}
+                "traces": [asdict(t) for t in self.traces], "runs": list(self.runs), "weighting": self.weighting}
 
 
 @dataclass
@@ -148,7 +151,7 @@ def parse_spec(raw: Any, source: str = "<dict>") -> DatasetSpec:
         raise DatasetError(f"{source}: horizon must be a mapping with step_s and steps")
     _unknown(h, _HORIZON, f"{source}: horizon")
     steps = _whole(h.get("steps", 5), f"{source}: horizon.steps", 1)
-    lags = _whole(h.get("lags", FEATURE_LAGS), f"{source}: horizon.lags", 4)
+    lags = _whole(h.get("lags", FEATURE_LAGS), f"{source}: horizon.lags", 5)
     horizon = Horizon(_number(h.get("step_s", 2.0), f"{source}: horizon.step_s"), steps, lags,
                       _number(h.get("idle_events", IDLE_WINDOW_EVENTS), f"{source}: horizon.idle_events"))
     o = raw.get("outage", {})
@@ -180,11 +183,14 @@ def parse_spec(raw: Any, source: str = "<dict>") -> DatasetSpec:
     runs = raw.get("runs") or []
     if not isinstance(runs, list) or not all(isinstance(r, str) and r for r in runs):
         raise DatasetError(f"{source}: runs must be a list of MLflow run ids")
+    weighting = raw.get("weighting", "windows")
+    if weighting not in WEIGHTINGS:
+        raise DatasetError(f"{source}: weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
     if not traces and not runs:
         raise DatasetError(f"{source}: no traces and no runs: the dataset would be empty")
     return DatasetSpec(horizon, tuple(traces), tuple(runs), max_points,
                        _number(o.get("min_s", 600.0), f"{source}: outage.min_s"),
-                       _number(o.get("nats", 14.0), f"{source}: outage.nats"), source)
+                       _number(o.get("nats", 14.0), f"{source}: outage.nats"), source, weighting)
 
 
 def load_spec(path: Path | str = DEFAULT_SPEC) -> DatasetSpec:

@@ -77,10 +77,12 @@ def fit_weighted(model: Any, w: "Windows", weights: np.ndarray) -> Any:
     return model.fit(w.X, w.y, sample_weight=weights)
 
 
-def group_weights(parts: list["Windows"]) -> np.ndarray:
-    """Each group (trace) weighs the same in training, whatever its length: a model is meant for traces it has not
-    seen, so 20,000 windows of one trace must not drown 800 of another (the project's choice, compared in
-    docs/predictors.md). Mean weight 1."""
+def group_weights(parts: list["Windows"], weighting: str = "windows") -> np.ndarray:
+    """Training weights, mean 1. 'windows': every window the same (long traces weigh more); 'traces': every group
+    the same whatever its length, so 20,000 windows of one trace cannot drown 800 of another. Both are measured in
+    docs/predictors.md; the dataset spec chooses."""
+    if weighting == "windows":
+        return np.ones(sum(len(p) for p in parts))
     w = np.concatenate([np.full(len(p), 1.0 / len(p)) for p in parts])
     return w * len(w) / w.sum()
 
@@ -137,7 +139,7 @@ def leave_one_trace_out(dataset: Dataset, seed: int = 0, coverage: float = DEFAU
     for g, test in active.items():
         progress(f"held out {g}: training on {len(active) - 1} other group(s)")
         parts = [w for h, w in active.items() if h != g]
-        train, weights = Windows.concat(parts), group_weights(parts)
+        train, weights = Windows.concat(parts), group_weights(parts, dataset.spec.weighting)
         base = baselines(test, horizon, with_seasonal=bool(np.isfinite(test.seasonal).any()))
         naive, paper = base["last-value"], base["paper-ols-extrapolated"]
         per_group[g] = {name: scores(p, test, naive, paper) for name, p in base.items()}
@@ -187,8 +189,7 @@ def summarise(per_group: dict[str, dict[str, dict[str, float]]]) -> dict[str, di
 
 
 def fit_final(dataset_windows: dict[str, Windows], name: str, seed: int = 0,
-              make: Callable[[int], dict[str, Any]] = candidates) -> Any:
-    """The chosen candidate fitted on every group's non-idle windows, groups weighted equally: what gets
-    registered."""
+              make: Callable[[int], dict[str, Any]] = candidates, weighting: str = "windows") -> Any:
+    """The chosen candidate fitted on every group's non-idle windows: what gets registered."""
     parts = [w.take(~w.idle) for w in dataset_windows.values()]
-    return fit_weighted(make(seed)[name], Windows.concat(parts), group_weights(parts))
+    return fit_weighted(make(seed)[name], Windows.concat(parts), group_weights(parts, weighting))

@@ -95,7 +95,7 @@ def register_predictors(work: Path, tracking_uri: str, experiment: str = EXPERIM
     windows = group_windows(dataset)
     models = {**CANDIDATE_SETS[result["candidates"]](result["seed"]),
               **CONSERVATIVE_SETS[result["candidates"]](result["seed"], result["coverage"])}
-    fitted = {name: fit_final(windows, name, result["seed"], lambda seed: models)
+    fitted = {name: fit_final(windows, name, result["seed"], lambda seed: models, dataset.spec.weighting)
               for name in {result["best"], result["conformal_base"]}}
     example = next(iter(windows.values())).X.head(5)
     mlflow.set_tracking_uri(tracking_uri)

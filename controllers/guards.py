@@ -1,0 +1,501 @@
+"""The guard layer shared by parallelism controllers: one set of options, declared once, between a controller's
+proposal and the degrees it hands to the loop.
+
+A controller proposes a degree vector (DS2 from rates, threshold from the batch-time ratio); the guards decide what
+of it is applied, and two of them also help the controller size its proposal. Flink's autoscaler (the production
+descendant of DS2) grew the same set for the same reasons: restart churn, wrong capacity estimates, backlog
+spirals. Every guard is an option in `GUARD_PARAMS` (a controller merges them into its PARAMS, so `--describe`
+lists them and a tuning study searches them); `guards=off` turns them all off and the controller is what its paper
+describes (`tests/controllers/test_ds2.py` and the threshold tests run it that way).
+
+The guards, in the order `Guards.review` applies them to a proposal:
+
+1. **Excluded periods** (`excluded_periods`): no change at all while the run time (the snapshot's `time_s`) is
+   inside a declared window, e.g. ``"30-60,120-150"`` (start inclusive, end exclusive).
+2. **Utilisation band** (`target_utilization` ± `utilization_band`): no change while the observed utilisation is
+   inside the band: the last batch's duration ÷ trigger interval, with its stages scaled to the load it must now
+   carry (the catch-up target rate below), so a spike waiting in the backlog counts and one the batch already
+   read does not (`Guards.utilization`). A micro-batch job that would finish its batches in 50-90 % of the
+   interval needs nothing; outside it, only the change that brings it back is allowed (no scale-up below the band,
+   no scale-down above it).
+3. **Bounds from slots** (`min_degree`, `parallel_slots`, the run's max degree): a proposal is brought into
+   [min_degree, min(parallel_slots, max_degree)] (tasks beyond the executor cores add waves, not speed).
+4. **Ineffective scaling** (`min_gain`, `load_change`): after a scale-up of an operator, its observed processing
+   rate (records per second of its stage's wall time, over at least `min_records` records) at the new degree is
+   compared with the rate at the old one. A gain below `min_gain` (a fraction) blocks further scale-ups of that
+   operator until the offered load (mean arrival rate over the last GUARD_WINDOW batches) differs from the load when
+   the block was set by more than `load_change` (a fraction of it). Blocks and gains are in the details.
+5. **Stabilisation** (`stabilisation_s`): scale-ups are applied at once; a lower degree for an operator is applied
+   only once it has been recommended continuously for `stabilisation_s`, and then at the highest degree
+   recommended during that time (Flink's rule). A proposal at or above the current degree, or a batch inside the
+   band, restarts the clock.
+6. **Reconfiguration cost** (`reconfig_cost_s`, `benefit_horizon_s`): a change that only lowers degrees must pay
+   for itself. Model, in slot-seconds: its benefit is the slots it frees over the horizon, (Σp − Σp')·H; its cost
+   is `reconfig_cost_s` of the whole allocation for the change and as much again for the change back when the load
+   returns, c·(Σp + Σp'). It is applied only when benefit > cost. A change with any scale-up is never blocked by
+   cost: missing the SLO is not priced in slot-seconds, and the downs that ride along with it cost nothing extra
+   (the reconfiguration happens anyway).
+
+And the two that size a proposal (the controller calls them; `Guards` keeps what they need):
+
+- **Catch-up** (`catch_up_s`): size for the arrival rate plus the lag (the backlog beyond what arrives while a
+  batch runs) drained within `catch_up_s` (`catch_up_rate`; DS2 always sized this way, threshold does with guards
+  on, through `catch_up_degree`).
+- **Observed scalability**: per operator and degree, the processing rate it has shown (records ÷ stage wall time
+  over its last CURVE_BATCHES batches at that degree, once they hold `min_records` records) — its capacity curve,
+  measured instead of assuming linear speed-up. `rate(op, p)` answers from the curve, interpolates linearly
+  between observed degrees, and extrapolates linearly (p/q times the rate at the nearest observed degree q) where
+  nothing was observed; with nothing observed at all it is the caller's linear estimate.
+
+Everything a guard did is in the Decision's `details` under ``guard.*`` keys (the loop writes them to
+decisions.jsonl), and a guard that blocks or changes an action says so in the reason (after "guards:").
+Pure: no I/O, no clock but the snapshots' times.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from controllers.common_params import MIN_DEGREE, PARALLEL_SLOTS
+from controllers.types import Decision, Snapshot
+from params.declare import Choices, Param, Rule, SearchRange
+
+# batches whose arrivals make the offered load an ineffective-scaling block compares (a burst inside one batch is
+# not a change of load)
+GUARD_WINDOW = 3
+# most recent batches per (operator, degree) the capacity curve keeps: recent enough to follow a change of
+# per-record cost, long enough to average a few noisy batches
+CURVE_BATCHES = 10
+# most recent batches per operator (any degree) the per-record and per-task cost fit uses
+COST_BATCHES = 20
+
+
+def parse_periods(text: str) -> list[tuple[float, float]]:
+    """'30-60,120-150' or a JSON list [[30, 60], [120, 150]] -> [(30.0, 60.0), (120.0, 150.0)]; ValueError with
+    what is wrong."""
+    text = (text or "").strip()
+    if not text:
+        return []
+    if text.startswith("["):
+        try:
+            raw = json.loads(text)
+            pairs = [(float(a), float(b)) for a, b in raw]
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"expected a list of [start, end] pairs, got {text!r}") from exc
+    else:
+        pairs = []
+        for part in text.split(","):
+            match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*-\s*(\d+(?:\.\d*)?)\s*", part)
+            if not match:
+                raise ValueError(f"expected 'start-end' windows in seconds separated by commas, e.g. '30-60,120-150', "
+                                 f"got {part.strip()!r}")
+            pairs.append((float(match[1]), float(match[2])))
+    for start, end in pairs:
+        if not 0 <= start < end:
+            raise ValueError(f"window {start:g}-{end:g} must have 0 <= start < end")
+    return sorted(pairs)
+
+
+def _periods_hold(values, context):
+    try:
+        parse_periods(values["excluded_periods"])
+    except ValueError as exc:
+        return f"parameter 'excluded_periods': {exc}"
+    return True
+
+
+def _band_holds(values, context):
+    return values["utilization_band"] < values["target_utilization"]
+
+
+def _slots_hold(values, context):
+    slots = values["parallel_slots"]
+    return not slots or values["min_degree"] <= slots
+
+
+GUARD_PARAMS: dict[str, Param] = {
+    "guards": Param(bool, True, "the guard layer (controllers/guards.py: band, catch-up sizing, stabilisation, "
+                                "ineffective-scaling detection, observed scalability, reconfiguration cost, slot "
+                                "bounds, excluded periods); off: the controller as published",
+                    search=Choices((True, False))),
+    "target_utilization": Param(float, 0.7, "fraction of the trigger interval a batch should take: the band's "
+                                            "centre, and what sizing aims at", 0.05, 1.0,
+                                search=SearchRange(0.3, 0.95)),
+    "utilization_band": Param(float, 0.2, "no action while utilisation is within target_utilization ± this band",
+                              0.0, 1.0, open_minimum=True, open_maximum=True, search=SearchRange(0.05, 0.4)),
+    "catch_up_s": Param(float, 10.0, "size for the arrival rate plus the backlog drained within this many seconds",
+                        0.0, open_minimum=True, search=SearchRange(2.0, 60.0, log=True)),
+    "stabilisation_s": Param(float, 30.0, "guards: a scale-down is applied only after being recommended "
+                                          "continuously this long (scale-ups at once)", 0.0,
+                             search=SearchRange(0.0, 120.0)),
+    "min_gain": Param(float, 0.1, "guards: a scale-up must raise the operator's observed processing rate by this "
+                                  "fraction, or its further scale-ups are blocked until the load changes", 0.0, 1.0,
+                      search=SearchRange(0.0, 0.3)),
+    "load_change": Param(float, 0.5, "guards: relative change of the offered load (mean over 3 batches) that lifts "
+                                     "an ineffective-scaling block", 0.0, open_minimum=True,
+                         search=SearchRange(0.1, 1.0)),
+    "reconfig_cost_s": Param(float, 2.0, "guards: seconds of the whole allocation a change of degrees costs (a "
+                                         "scale-down needs (Σp-Σp')·benefit_horizon_s > this·(Σp+Σp'))", 0.0,
+                             search=SearchRange(0.0, 10.0)),
+    "benefit_horizon_s": Param(float, 30.0, "guards: seconds over which a scale-down's freed slots are counted",
+                               0.0, open_minimum=True, search=SearchRange(5.0, 120.0, log=True)),
+    "excluded_periods": Param(str, "", "guards: windows of run time with no scaling, seconds from the start: "
+                                       "'30-60,120-150' or [[30, 60], [120, 150]]", structured=True),
+    "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
+                                   "of records measures task start-up, not the operator)", 1),
+    "min_degree": MIN_DEGREE,
+    "parallel_slots": PARALLEL_SLOTS,
+}
+
+GUARD_RULES: tuple[Rule, ...] = (
+    Rule(("utilization_band", "target_utilization"), _band_holds,
+         "utilization_band ({utilization_band}) must be below target_utilization ({target_utilization}): the "
+         "band's lower edge must stay above 0"),
+    Rule(("min_degree", "parallel_slots"), _slots_hold,
+         "min_degree ({min_degree}) must be <= parallel_slots ({parallel_slots}) when parallel_slots is set"),
+    Rule(("excluded_periods",), _periods_hold, "parameter 'excluded_periods' is not a list of windows"),
+)
+
+
+def catch_up_rate(arrival_rate: float, backlog: float, batch_duration_s: float, catch_up_s: float
+                  ) -> tuple[float, float]:
+    """(target rate, lag): the arrival rate plus the lag drained within catch_up_s. What arrives while a batch runs
+    is always waiting when it ends; only the rest of the backlog is lag."""
+    lag = max(0.0, backlog - arrival_rate * batch_duration_s)
+    return arrival_rate + lag / catch_up_s, lag
+
+
+def vector_text(degrees: Mapping[str, int]) -> str:
+    return ",".join(f"{op}={d}" for op, d in degrees.items())
+
+
+@dataclass
+class _Pending:
+    """A scale-up whose effect is still to be measured."""
+
+    old: int
+    new: int
+    rate_before: float
+    min_batch: float  # batches below half the records of those the rate before came from are not counted
+    records: int = 0
+    span_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Block:
+    """Further scale-ups of an operator are blocked: a scale-up old -> new gained `gain` (< min_gain) at `load`."""
+
+    old: int
+    new: int
+    gain: float
+    load: float
+
+
+class Guards:
+    """The guards' state for one controller in one run. `observe` each snapshot once (idempotent by batch id),
+    size with `rate` / `catch_up_degree`, then `review` the proposal."""
+
+    def __init__(self, params: Mapping[str, Any], operators: Sequence[str], max_degree: int):
+        self.params = {key: params[key] for key in GUARD_PARAMS}
+        self.enabled = bool(self.params["guards"])
+        self.operators = tuple(operators)
+        slots = self.params["parallel_slots"]
+        self.cap = min(max_degree, slots) if slots else max_degree
+        self.periods = parse_periods(self.params["excluded_periods"])
+        self._curve: dict[tuple[str, int], deque] = {}
+        self._costs: dict[str, deque] = {}
+        self._recent: deque[Snapshot] = deque(maxlen=GUARD_WINDOW)
+        self._last_batch: int | None = None
+        self._pending: dict[str, _Pending] = {}
+        self.blocks: dict[str, Block] = {}
+        self.gains: dict[str, float] = {}
+        self._lower_since: float | None = None  # since when a lower vector has been proposed
+        self._lower_seen: list[tuple[float, dict[str, int]]] = []  # those proposals, with their times
+
+    # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
+
+    def observe(self, snapshot: Snapshot) -> None:
+        if self._last_batch is not None and snapshot.batch_id <= self._last_batch:
+            return
+        self._last_batch = snapshot.batch_id
+        self._recent.append(snapshot)
+        for op in snapshot.operators:
+            if op.records_in > 0 and op.span_s > 0:
+                self._curve.setdefault((op.name, op.degree), deque(maxlen=CURVE_BATCHES)).append(
+                    (op.records_in, op.busy_s, op.span_s))
+                self._costs.setdefault(op.name, deque(maxlen=COST_BATCHES)).append(
+                    (op.records_in, op.degree, op.busy_s))
+        self._check_pending(snapshot)
+        load = self.offered_load()
+        for name, block in list(self.blocks.items()):
+            if block.load > 0 and abs(load - block.load) > self.params["load_change"] * block.load:
+                del self.blocks[name]
+
+    def target_rate(self, snapshot: Snapshot) -> tuple[float, float, float]:
+        """(target rate, lag, sustained rate) for sizing, events/s: the sustained arrival rate — the median of the
+        last GUARD_WINDOW batches' rates, so a spike the last batch already read is not taken for a new level — plus
+        the lag drained within catch_up_s (catch_up_rate)."""
+        self.observe(snapshot)
+        rates = sorted(s.arrivals / s.interval_s for s in self._recent if s.interval_s > 0)
+        sustained = rates[len(rates) // 2] if len(rates) % 2 else (sum(rates[len(rates) // 2 - 1:][:2]) / 2
+                                                                  if rates else 0.0)
+        target, lag = catch_up_rate(sustained, snapshot.backlog, snapshot.batch_duration_s, self.params["catch_up_s"])
+        return target, lag, sustained
+
+    def utilization(self, snapshot: Snapshot) -> tuple[float, float]:
+        """(batch ratio, utilisation of the next batch): the last batch's duration ÷ trigger interval, and the share
+        of the trigger the current degrees would take on the load the next batch will read — the backlog plus the
+        sustained rate until the next trigger — with the last batch's stages scaled to that load and its fixed cost
+        as it was. A spike the last batch already read does not count; one waiting in the backlog does."""
+        trigger = snapshot.trigger_interval_s
+        ratio = snapshot.batch_duration_s / trigger
+        if snapshot.records_read <= 0:
+            return ratio, ratio
+        _, _, sustained = self.target_rate(snapshot)
+        load = snapshot.backlog + sustained * max(0.0, trigger - snapshot.batch_duration_s)
+        stages = sum(o.span_s for o in snapshot.operators)
+        fixed = max(0.0, snapshot.batch_duration_s - stages)
+        return ratio, (fixed + stages * load / snapshot.records_read) / trigger
+
+    def offered_load(self) -> float:
+        """Mean arrival rate (events/s) over the last GUARD_WINDOW batches."""
+        interval = sum(s.interval_s for s in self._recent)
+        return sum(s.arrivals for s in self._recent) / interval if interval > 0 else 0.0
+
+    def _sums(self, op: str, degree: int) -> tuple[int, float, float] | None:
+        """(records, busy_s, span_s) of the operator's recent batches at this degree; None below min_records."""
+        points = self._curve.get((op, degree))
+        if not points:
+            return None
+        records, busy, span = (sum(x) for x in zip(*points))
+        return (records, busy, span) if records >= self.params["min_records"] and span > 0 else None
+
+    def observed_rate(self, op: str, degree: int) -> float | None:
+        """Records per second of stage wall time at this degree, from its recent batches (None: too few records)."""
+        sums = self._sums(op, degree)
+        return sums[0] / sums[2] if sums else None
+
+    def speedup(self, op: str, degree: int) -> float:
+        """The operator's effective parallelism at `degree`: observed busy time ÷ stage wall time (`degree` when its
+        tasks all run at once; less with waves beyond the slots, skew or stragglers), interpolated linearly between
+        observed degrees, beyond the highest two with the slope between them (clipped to [0, 1]: flat once it
+        saturated), else degree × s(q) / q from the one observed degree q, `degree` (linear speed-up) when the
+        operator was never observed. Its capacity curve is this times its busy-time rate per task (DS2's
+        true processing rate)."""
+        known = {}
+        for (name, q) in self._curve:
+            sums = self._sums(op, q) if name == op else None
+            if sums:
+                known[q] = min(float(q), sums[1] / sums[2])
+        if degree in known:
+            return known[degree]
+        below = [q for q in known if q < degree]
+        above = [q for q in known if q > degree]
+        if below and above:
+            lo, hi = max(below), min(above)
+            value = known[lo] + (known[hi] - known[lo]) * (degree - lo) / (hi - lo)
+        elif len(below) >= 2:  # beyond what was observed: the last segment's slope (0 once it saturated, <= 1)
+            hi, lo = sorted(below)[-1], sorted(below)[-2]
+            slope = min(1.0, max(0.0, (known[hi] - known[lo]) / (hi - lo)))
+            value = known[hi] + slope * (degree - hi)
+        elif below or above:
+            q = max(below) if below else min(above)
+            value = known[q] * degree / q
+        else:
+            value = float(degree)
+        return min(float(degree), value)
+
+    def task_costs(self, op: str) -> tuple[float, float] | None:
+        """(busy seconds per record, busy seconds per task) of the operator, fitted by least squares on its recent
+        batches (busy = records × c + tasks × o, both >= 0); None before min_records or when the batches cannot
+        tell the two apart (then the caller's per-record cost, with no per-task cost, is the linear model)."""
+        points = self._costs.get(op)
+        if not points or sum(n for n, _, _ in points) < self.params["min_records"] or len(points) < 3:
+            return None
+        snn = sum(n * n for n, _, _ in points)
+        spp = sum(p * p for _, p, _ in points)
+        snp = sum(n * p for n, p, _ in points)
+        snb = sum(n * b for n, _, b in points)
+        spb = sum(p * b for _, p, b in points)
+        det = snn * spp - snp * snp
+        if det <= 1e-9 * snn * spp:
+            return None
+        c = (snb * spp - spb * snp) / det
+        o = (spb * snn - snb * snp) / det
+        if o < 0 or c <= 0:  # the noise says no per-task cost: all of it per record
+            return sum(b for _, _, b in points) / sum(n for n, _, _ in points), 0.0
+        return c, o
+
+    def stage_s(self, op: str, degree: int, records: float, per_record_s: float) -> float:
+        """Predicted wall time of the operator's stage on `records` at `degree`: its busy time (records × cost per
+        record + degree × cost per task, fitted; `per_record_s` and no per-task cost before that) ÷ its speedup at
+        that degree. With a per-task cost, tasks beyond some degree lengthen the stage instead of shortening it."""
+        fitted = self.task_costs(op)
+        c, o = fitted if fitted else (per_record_s, 0.0)
+        return (records * c + degree * o) / self.speedup(op, degree)
+
+    def _check_pending(self, snapshot: Snapshot) -> None:
+        for name, pending in list(self._pending.items()):
+            op = next((o for o in snapshot.operators if o.name == name), None)
+            if op is None or op.degree != pending.new:
+                del self._pending[name]  # something else happened to it: no verdict
+                continue
+            if op.records_in < pending.min_batch or op.span_s <= 0:
+                continue  # a much smaller batch measures task start-up more than the operator
+            pending.records += op.records_in
+            pending.span_s += op.span_s
+            if pending.records < self.params["min_records"]:
+                continue
+            del self._pending[name]
+            gain = (pending.records / pending.span_s) / pending.rate_before - 1.0
+            self.gains[name] = gain
+            if gain < self.params["min_gain"]:
+                self.blocks[name] = Block(pending.old, pending.new, gain, self.offered_load())
+
+    # ---- sizing helpers ----
+
+    def max_useful(self, op: str, current: int) -> int:
+        """The highest degree the guards allow for `op` now: the slot bound; while an ineffective-scaling block
+        holds, no higher than where scaling stopped helping (the block's starting degree) or than it is now."""
+        block = self.blocks.get(op)
+        return min(self.cap, max(block.old, current)) if block else self.cap
+
+    def catch_up_degree(self, snapshot: Snapshot, op: str, target_rate: float) -> int | None:
+        """The least degree, from the current one up, at which `op` carries `target_rate` (source events/s) with the
+        batch within target_utilization of the trigger (else within the trigger): its stage at degree p takes its
+        records at that rate (`stage_s`: per-record and per-task costs ÷ speedup(p)), the other stages and the
+        fixed cost as observed, scaled to that rate. The largest degree allowed when nothing fits; None when the batch says too
+        little."""
+        metrics = snapshot.operator(op)
+        if snapshot.records_read <= 0 or metrics.records_in <= 0 or metrics.busy_s <= 0:
+            return None
+        trigger = snapshot.trigger_interval_s
+        scale = target_rate * trigger / snapshot.records_read  # this batch's work at the target rate
+        spans = sum(o.span_s for o in snapshot.operators)
+        fixed = max(0.0, snapshot.batch_duration_s - spans)
+        others = (spans - metrics.span_s) * scale
+        need = metrics.records_in * scale  # the operator's records per batch at the target rate
+        per_record = metrics.busy_s / metrics.records_in
+        top = self.max_useful(op, metrics.degree)
+        for share in (self.params["target_utilization"], 1.0):
+            budget = share * trigger - fixed - others
+            if budget <= 0:
+                continue
+            for p in range(min(metrics.degree, top), top + 1):
+                if self.stage_s(op, p, need, per_record) <= budget:
+                    return p
+        return top
+
+    # ---- the review of a proposal ----
+
+    def _excluded(self, t: float) -> tuple[float, float] | None:
+        return next(((a, b) for a, b in self.periods if a <= t < b), None)
+
+    def review(self, snapshot: Snapshot, proposed: Mapping[str, int], reason: str,
+               details: Mapping[str, Any] | None = None) -> Decision:
+        """The decision the guards let through for `proposed` (see the module's doc for the order and the
+        rules); with guards off, the proposal as it is."""
+        details = dict(details or {})
+        current = snapshot.degrees
+        want = {op: int(proposed.get(op, current[op])) for op in self.operators}
+        if not self.enabled:
+            return Decision(want, reason, details=details)
+        self.observe(snapshot)
+        p, t, notes = self.params, snapshot.time_s, []
+        observed, utilization = self.utilization(snapshot)
+        low, high = p["target_utilization"] - p["utilization_band"], p["target_utilization"] + p["utilization_band"]
+        details.update({"guard.utilization": utilization, "guard.batch_ratio": observed,
+                        "guard.offered_rate": self.offered_load()})
+        for op in self.operators:
+            observed = self.observed_rate(op, current[op])
+            if observed is not None:
+                details[f"guard.rate.{op}"] = observed
+            if op in self.gains:
+                details[f"guard.gain.{op}"] = self.gains[op]
+        if want != current:
+            details["guard.proposed"] = vector_text(want)
+
+        def hold(note: str) -> Decision:
+            return Decision(dict(current), f"{reason}; guards: {note}", details=details)
+
+        proposal_changes = want != current
+        # bounds from slots
+        floor = p["min_degree"]
+        for op in self.operators:
+            bounded = min(max(want[op], floor), self.cap)
+            if bounded != want[op]:
+                details[f"guard.bounded.{op}"] = bounded
+                notes.append(f"{op} {want[op]} -> {bounded} (bounds [{floor}, {self.cap}])")
+                want[op] = bounded
+        # ineffective scaling
+        for op, block in self.blocks.items():
+            details[f"guard.blocked.{op}"] = 1
+            if want[op] > self.max_useful(op, current[op]):
+                notes.append(f"scale-up of {op} {current[op]}->{want[op]} blocked: {block.old}->{block.new} gained "
+                             f"{block.gain:+.0%} < {p['min_gain']:.0%} (until the load moves "
+                             f"{p['load_change']:.0%} from {block.load:.0f} ev/s)")
+                want[op] = self.max_useful(op, current[op])
+        # stabilisation of scale-downs: one clock for the vector, running while the proposals lower some operator
+        # and raise none (band or not); then the element-wise highest of the last GUARD_WINDOW proposals is applied,
+        # in one change
+        if any(want[op] > current[op] for op in self.operators) or want == current:
+            self._lower_since = None
+            self._lower_seen.clear()
+            for op in self.operators:
+                want[op] = max(want[op], current[op])  # scale-ups at once; downs in the same proposal wait
+        else:
+            if self._lower_since is None:
+                self._lower_since = t
+            self._lower_seen.append((t, dict(want)))
+            waited = t - self._lower_since
+            if waited < p["stabilisation_s"]:
+                details["guard.down_pending_s"] = waited
+                notes.append(f"scale-down to {vector_text(want)} pending ({waited:.0f}/{p['stabilisation_s']:g} s)")
+                want = dict(current)
+            # else: the latest proposal, lower than the current vector for stabilisation_s without a break
+        # excluded periods and the band hold everything
+        window = self._excluded(t)
+        if window is not None:
+            details["guard.excluded"] = 1
+            if proposal_changes:
+                return hold(f"excluded period [{window[0]:g}, {window[1]:g}) s: no scaling")
+            return Decision(dict(current), reason, details=details)
+        if low <= utilization <= high:
+            details["guard.in_band"] = 1
+            if proposal_changes:
+                return hold(f"utilisation {utilization:.2f} within [{low:.2f}, {high:.2f}]: no action")
+            return Decision(dict(current), reason, details=details)
+        # outside the band only the direction that brings it back: no scale-up below it, no scale-down above it
+        wrong = [op for op in self.operators
+                 if (want[op] > current[op] if utilization < low else want[op] < current[op])]
+        if wrong:
+            side = "below" if utilization < low else "above"
+            notes.append(f"utilisation {utilization:.2f} {side} [{low:.2f}, {high:.2f}]: "
+                         + ", ".join(f"{op} stays {current[op]}" for op in wrong))
+            for op in wrong:
+                want[op] = current[op]
+        # reconfiguration cost: a change that only lowers degrees must pay for itself
+        if want != current and all(want[op] <= current[op] for op in self.operators):
+            before, after = sum(current.values()), sum(want.values())
+            benefit = (before - after) * p["benefit_horizon_s"]
+            cost = p["reconfig_cost_s"] * (before + after)
+            details.update({"guard.benefit_slot_s": benefit, "guard.cost_slot_s": cost})
+            if benefit <= cost:
+                notes.append(f"scale-down to {vector_text(want)} not worth it: frees {benefit:.0f} slot-s over "
+                             f"{p['benefit_horizon_s']:g} s <= {cost:.0f} slot-s for the change and back")
+                want = dict(current)
+        if want != current:
+            self._lower_since = None
+            self._lower_seen.clear()
+            for op in self.operators:
+                if want[op] > current[op]:
+                    sums = self._sums(op, current[op])
+                    if sums:
+                        batches = len(self._curve[(op, current[op])])
+                        self._pending[op] = _Pending(current[op], want[op], sums[0] / sums[2],
+                                                     0.5 * sums[0] / batches)
+        text = reason if not notes else f"{reason}; guards: " + "; ".join(notes)
+        return Decision(want, text, details=details)
