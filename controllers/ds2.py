@@ -31,14 +31,19 @@ must be asked for continuously that long), and the metrics window (batches avera
 choices, sized for short experiments: target 0.7, band 0.2, delay 10 s, window 3 batches (and at least 200
 records per operator before a rate is trusted), catch-up 10 s.
 
-Guards (controllers/guards.py, on by default; `guards=off` is DS2 as above, exactly). With guards on, the target,
-band, catch-up and minimum records are the guard layer's options of the same names (one declaration), and:
-sizing uses each operator's observed scalability (stage time a_i / speedup_i(p), the effective parallelism measured
-at each degree it has run at — busy time ÷ stage wall time — linear where unobserved) instead of a_i / p, with the
-fixed cost measured as batch time minus the stages' wall times, and never sizes an operator above the slots or above its current degree while an
-ineffective-scaling block holds; the proposal then goes through the guards' review (excluded periods, band on the
-observed utilisation, bounds, ineffective scaling, `stabilisation_s` instead of `scale_down_delay_s`,
-reconfiguration cost).
+Guards (controllers/guards.py, `guards=on`; off by default until measured on Spark, and `guards=off` is DS2 exactly
+as above). The target, band, catch-up and minimum records are the guard layer's options of the same names (one
+declaration, the same defaults). With guards on, DS2 still computes the least-cost vector, but:
+- its target rate is the guards' catch-up rate: the sustained arrival rate (median of the last 3 batches, so a
+  spike already processed is not sized for) plus the lag drained within catch_up_s, capped by the run's SLO;
+- a stage at degree p takes (records × cost per record + p × cost per task) ÷ speedup(p), from what the operator
+  showed at the degrees it ran at (observed scalability), instead of a_i / p; the fixed cost is the batch time
+  minus the stages' wall times; no operator is sized above the slots or above an ineffective-scaling block;
+- the proposal is either the least-cost vector from the current one upwards (when the current vector misses the
+  budget) or a lower one (when it fits), never a mix whose ups were sized for downs that must wait;
+- the proposal goes through the guards' review (bounds, ineffective scaling, stabilisation_s instead of
+  scale_down_delay_s, excluded periods, the band on the next batch's utilisation instead of the predicted one,
+  reconfiguration cost), which records what it did in the decision's details and reason.
 """
 from __future__ import annotations
 
@@ -49,7 +54,7 @@ from controllers.base import Controller, Param, register
 from controllers.common_params import INITIAL_DEGREE, at_most_max_degree
 from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards, catch_up_rate
 from params.declare import SearchRange
-from controllers.types import Decision, Snapshot
+from controllers.types import Decision, RunContext, Snapshot
 
 
 def least_cost_degrees(work_s: dict[str, float], budget_s: float, min_degree: int, max_degree: int) -> dict[str, int]:
@@ -100,6 +105,10 @@ class DS2Controller(Controller):
         self._last_change_batch = -1
         self.guards = Guards(self.params, self.operators, max_degree)
 
+    def bind(self, context: RunContext) -> None:
+        super().bind(context)
+        self.guards.bind(context.slo_latency_s)
+
     def initial_degrees(self) -> dict[str, int]:
         return {op: min(self.max_degree, max(self.params["initial_degree"], self.params["min_degree"]))
                 for op in self.operators}
@@ -117,8 +126,11 @@ class DS2Controller(Controller):
             return None
         arrival_rate = sum(s.arrivals for s in window) / interval
         trigger = snapshot.trigger_interval_s
-        rate, lag = catch_up_rate(arrival_rate, snapshot.backlog, snapshot.batch_duration_s,
-                                  self.params["catch_up_s"])
+        if self.guards.enabled:  # the catch-up guard: the sustained rate plus the lag, within the SLO
+            rate, lag, _ = self.guards.target_rate(snapshot)
+        else:
+            rate, lag = catch_up_rate(arrival_rate, snapshot.backlog, snapshot.batch_duration_s,
+                                      self.params["catch_up_s"])
         work, rates, flowing = {}, {}, rate
         for op in snapshot.operators:
             records = sum(s.operator(op.name).records_in for s in window)
@@ -130,8 +142,8 @@ class DS2Controller(Controller):
             flowing *= sum(s.operator(op.name).records_out for s in window) / records
         guarded = self.guards.enabled
         if guarded:
-            # observed scalability: the stage at degree p takes a_i / speedup_i(p), the effective parallelism the
-            # operator showed at each degree (busy ÷ wall time; linear where it never ran), instead of a_i / p
+            # observed scalability: the stage at degree p from the operator's fitted per-record and per-task costs
+            # and the speedup it showed at each degree (busy ÷ wall time; linear where it never ran), not a_i / p
             per_record = {op: work[op] / (rates[op] * trigger) if rates[op] > 0 else 0.0 for op in work}
 
             def stage(op: str, p: int) -> float:
@@ -178,7 +190,8 @@ class DS2Controller(Controller):
 
     def decide(self, snapshot: Snapshot) -> Decision:
         self._window.append(snapshot)
-        self.guards.observe(snapshot)
+        if self.guards.enabled:
+            self.guards.observe(snapshot)
         decision = self._decide(snapshot)
         if dict(decision.degrees) != snapshot.degrees:
             self._last_change_batch = snapshot.batch_id

@@ -2,54 +2,59 @@
 proposal and the degrees it hands to the loop.
 
 A controller proposes a degree vector (DS2 from rates, threshold from the batch-time ratio); the guards decide what
-of it is applied, and two of them also help the controller size its proposal. Flink's autoscaler (the production
-descendant of DS2) grew the same set for the same reasons: restart churn, wrong capacity estimates, backlog
-spirals. Every guard is an option in `GUARD_PARAMS` (a controller merges them into its PARAMS, so `--describe`
-lists them and a tuning study searches them); `guards=off` turns them all off and the controller is what its paper
-describes (`tests/controllers/test_ds2.py` and the threshold tests run it that way).
+of it is applied, and two of them help the controller size the proposal. Flink's autoscaler (the production
+descendant of DS2) grew the same set for the same reasons: churn, wrong capacity estimates, backlog spirals. Every
+guard is an option in `GUARD_PARAMS`, which a controller merges into its PARAMS (so `--describe` lists them, a
+configuration is checked against them and a tuning study searches them), with the cross-field `GUARD_RULES`.
+`guards=off` turns them all off: the controller is then exactly what its paper describes.
 
-The guards, in the order `Guards.review` applies them to a proposal:
+Sizing (the controller asks; `Guards` keeps what it needs):
 
-1. **Excluded periods** (`excluded_periods`): no change at all while the run time (the snapshot's `time_s`) is
-   inside a declared window, e.g. ``"30-60,120-150"`` (start inclusive, end exclusive).
-2. **Utilisation band** (`target_utilization` ± `utilization_band`): no change while the observed utilisation is
-   inside the band: the last batch's duration ÷ trigger interval, with its stages scaled to the load it must now
-   carry (the catch-up target rate below), so a spike waiting in the backlog counts and one the batch already
-   read does not (`Guards.utilization`). A micro-batch job that would finish its batches in 50-90 % of the
-   interval needs nothing; outside it, only the change that brings it back is allowed (no scale-up below the band,
-   no scale-down above it).
-3. **Bounds from slots** (`min_degree`, `parallel_slots`, the run's max degree): a proposal is brought into
+- **Catch-up** (`catch_up_s`): size for the sustained arrival rate — the median of the last GUARD_WINDOW batches'
+  rates, so a spike the last batch already read is not taken for a new level — plus the lag (the backlog beyond
+  what arrives in one trigger interval, or while a shorter batch ran) drained within the catch-up time
+  (`target_rate`). In a micro-batch job the next
+  batch reads the whole backlog, so "drain within C" means that batch takes about C: once the controller is bound
+  to a run, C is capped at the run's latency bound less one trigger interval (`catch_up_s()`).
+- **Observed scalability**: what each operator has shown at each degree it ran at — its effective parallelism
+  (busy time ÷ stage wall time: the degree when its tasks all run at once, less with waves beyond the slots,
+  skew, stragglers) over its last CURVE_BATCHES batches at that degree, and its busy seconds per record and per
+  task (a least-squares fit over its last COST_BATCHES batches). `stage_s(op, p, records)` predicts its stage time
+  from them; `speedup` interpolates between observed degrees, continues the last observed slope beyond them (flat
+  once it saturated) and is linear (the degree itself) where nothing was observed. Its capacity curve, rate vs
+  degree, is records ÷ stage_s.
+
+Review (`Guards.review`, in this order):
+
+1. **Bounds from slots** (`min_degree`, `parallel_slots`, the run's max degree): a proposal is brought into
    [min_degree, min(parallel_slots, max_degree)] (tasks beyond the executor cores add waves, not speed).
-4. **Ineffective scaling** (`min_gain`, `load_change`): after a scale-up of an operator, its observed processing
-   rate (records per second of its stage's wall time, over at least `min_records` records) at the new degree is
-   compared with the rate at the old one. A gain below `min_gain` (a fraction) blocks further scale-ups of that
-   operator until the offered load (mean arrival rate over the last GUARD_WINDOW batches) differs from the load when
-   the block was set by more than `load_change` (a fraction of it). Blocks and gains are in the details.
-5. **Stabilisation** (`stabilisation_s`): scale-ups are applied at once; a lower degree for an operator is applied
-   only once it has been recommended continuously for `stabilisation_s`, and then at the highest degree
-   recommended during that time (Flink's rule). A proposal at or above the current degree, or a batch inside the
-   band, restarts the clock.
+2. **Ineffective scaling** (`min_gain`, `load_change`): after a scale-up of an operator, its observed processing
+   rate (records per second of stage wall time, over `min_records` records in batches at least half as large as
+   before) at the new degree is compared with the rate at the old one. A gain below `min_gain` (a fraction) blocks
+   scale-ups of that operator beyond max(the degree it was scaled up from, its current degree) until the offered
+   load (mean arrival rate over the last GUARD_WINDOW batches) differs from the load when the block was set by more
+   than `load_change` (a fraction of it). Gains and blocks are in the details and the reason.
+3. **Stabilisation** (`stabilisation_s`): scale-ups at once; a scale-down only once lower vectors (some operator
+   lower, none higher) have been proposed continuously for `stabilisation_s`, in one change, to the latest of them.
+   Any other proposal restarts the clock; the downs in a proposal that also scales up wait.
+4. **Excluded periods** (`excluded_periods`): no change while the run time (the snapshot's `time_s`) is inside a
+   declared window, e.g. ``"30-60,120-150"`` (start inclusive, end exclusive).
+5. **Utilisation band** (`target_utilization` ± `utilization_band`): no change while the observed utilisation is
+   inside the band; outside it only the direction that brings it back (no scale-up below the band, no scale-down
+   above it). The utilisation is the last batch's, on the load the next batch will read: its duration with its
+   stages scaled to the backlog plus the sustained rate until the next trigger, its fixed cost as it was, ÷ the
+   trigger interval (`utilization`). A spike waiting in the backlog counts; one the last batch already read does
+   not, so a controller reacting to the last batch's time does not chase it.
 6. **Reconfiguration cost** (`reconfig_cost_s`, `benefit_horizon_s`): a change that only lowers degrees must pay
    for itself. Model, in slot-seconds: its benefit is the slots it frees over the horizon, (Σp − Σp')·H; its cost
-   is `reconfig_cost_s` of the whole allocation for the change and as much again for the change back when the load
-   returns, c·(Σp + Σp'). It is applied only when benefit > cost. A change with any scale-up is never blocked by
-   cost: missing the SLO is not priced in slot-seconds, and the downs that ride along with it cost nothing extra
-   (the reconfiguration happens anyway).
+   is `reconfig_cost_s` of the whole allocation for the change and as much again for the change back when the
+   load returns, c·(Σp + Σp'); it is applied only when benefit > cost. A change that scales up is never blocked by
+   cost: missing the SLO is not priced in slot-seconds. c is declared, not measured: this project changes degrees
+   live (docs/benchmarks.md: in force one batch later, no restart), so the default is one trigger interval.
 
-And the two that size a proposal (the controller calls them; `Guards` keeps what they need):
-
-- **Catch-up** (`catch_up_s`): size for the arrival rate plus the lag (the backlog beyond what arrives while a
-  batch runs) drained within `catch_up_s` (`catch_up_rate`; DS2 always sized this way, threshold does with guards
-  on, through `catch_up_degree`).
-- **Observed scalability**: per operator and degree, the processing rate it has shown (records ÷ stage wall time
-  over its last CURVE_BATCHES batches at that degree, once they hold `min_records` records) — its capacity curve,
-  measured instead of assuming linear speed-up. `rate(op, p)` answers from the curve, interpolates linearly
-  between observed degrees, and extrapolates linearly (p/q times the rate at the nearest observed degree q) where
-  nothing was observed; with nothing observed at all it is the caller's linear estimate.
-
-Everything a guard did is in the Decision's `details` under ``guard.*`` keys (the loop writes them to
-decisions.jsonl), and a guard that blocks or changes an action says so in the reason (after "guards:").
-Pure: no I/O, no clock but the snapshots' times.
+Everything a guard saw or did is in the Decision's `details` under ``guard.*`` keys (the loop writes them to
+decisions.jsonl), and a guard that blocks or changes an action says so in the reason, after "guards:". Pure: no
+I/O, no clock but the snapshots' times.
 """
 from __future__ import annotations
 
@@ -57,14 +62,13 @@ import json
 import re
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from controllers.common_params import MIN_DEGREE, PARALLEL_SLOTS
 from controllers.types import Decision, Snapshot
 from params.declare import Choices, Param, Rule, SearchRange
 
-# batches whose arrivals make the offered load an ineffective-scaling block compares (a burst inside one batch is
-# not a change of load)
+# batches whose arrival rates make the sustained rate (their median) and the offered load (their mean)
 GUARD_WINDOW = 3
 # most recent batches per (operator, degree) the capacity curve keeps: recent enough to follow a change of
 # per-record cost, long enough to average a few noisy batches
@@ -117,16 +121,19 @@ def _slots_hold(values, context):
 
 
 GUARD_PARAMS: dict[str, Param] = {
-    "guards": Param(bool, True, "the guard layer (controllers/guards.py: band, catch-up sizing, stabilisation, "
-                                "ineffective-scaling detection, observed scalability, reconfiguration cost, slot "
-                                "bounds, excluded periods); off: the controller as published",
+    "guards": Param(bool, False, "the guard layer (controllers/guards.py: band, catch-up sizing, stabilisation, "
+                                 "ineffective-scaling detection, observed scalability, reconfiguration cost, slot "
+                                 "bounds, excluded periods); off: the controller as published. Off by default until "
+                                 "the bursty suite on Spark shows it helps (issue #21): in the plant model it cuts "
+                                 "actions and raises SLO attainment but costs 20-35 % more slot-seconds",
                     search=Choices((True, False))),
     "target_utilization": Param(float, 0.7, "fraction of the trigger interval a batch should take: the band's "
                                             "centre, and what sizing aims at", 0.05, 1.0,
                                 search=SearchRange(0.3, 0.95)),
     "utilization_band": Param(float, 0.2, "no action while utilisation is within target_utilization ± this band",
                               0.0, 1.0, open_minimum=True, open_maximum=True, search=SearchRange(0.05, 0.4)),
-    "catch_up_s": Param(float, 10.0, "size for the arrival rate plus the backlog drained within this many seconds",
+    "catch_up_s": Param(float, 10.0, "size for the arrival rate plus the backlog drained within this many seconds "
+                                     "(guards on: at most the run's SLO less one trigger)",
                         0.0, open_minimum=True, search=SearchRange(2.0, 60.0, log=True)),
     "stabilisation_s": Param(float, 30.0, "guards: a scale-down is applied only after being recommended "
                                           "continuously this long (scale-ups at once)", 0.0,
@@ -156,7 +163,8 @@ GUARD_RULES: tuple[Rule, ...] = (
          "band's lower edge must stay above 0"),
     Rule(("min_degree", "parallel_slots"), _slots_hold,
          "min_degree ({min_degree}) must be <= parallel_slots ({parallel_slots}) when parallel_slots is set"),
-    Rule(("excluded_periods",), _periods_hold, "parameter 'excluded_periods' is not a list of windows"),
+    Rule(("excluded_periods",), _periods_hold,
+         "excluded_periods must be windows 'start-end' (seconds, 0 <= start < end) separated by commas"),
 )
 
 
@@ -195,8 +203,9 @@ class Block:
 
 
 class Guards:
-    """The guards' state for one controller in one run. `observe` each snapshot once (idempotent by batch id),
-    size with `rate` / `catch_up_degree`, then `review` the proposal."""
+    """The guards' state for one controller in one run: `observe` each snapshot (once per batch id; the other
+    methods call it too), size with `target_rate`, `stage_s`, `max_useful` or `catch_up_degree`, then `review` the
+    proposal. `bind` hands over the run's latency bound."""
 
     def __init__(self, params: Mapping[str, Any], operators: Sequence[str], max_degree: int):
         self.params = {key: params[key] for key in GUARD_PARAMS}
@@ -205,6 +214,7 @@ class Guards:
         slots = self.params["parallel_slots"]
         self.cap = min(max_degree, slots) if slots else max_degree
         self.periods = parse_periods(self.params["excluded_periods"])
+        self.slo_latency_s: float | None = None
         self._curve: dict[tuple[str, int], deque] = {}
         self._costs: dict[str, deque] = {}
         self._recent: deque[Snapshot] = deque(maxlen=GUARD_WINDOW)
@@ -212,8 +222,7 @@ class Guards:
         self._pending: dict[str, _Pending] = {}
         self.blocks: dict[str, Block] = {}
         self.gains: dict[str, float] = {}
-        self._lower_since: float | None = None  # since when a lower vector has been proposed
-        self._lower_seen: list[tuple[float, dict[str, int]]] = []  # those proposals, with their times
+        self._lower_since: float | None = None  # since when lower vectors have been proposed without a break
 
     # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
 
@@ -234,15 +243,36 @@ class Guards:
             if block.load > 0 and abs(load - block.load) > self.params["load_change"] * block.load:
                 del self.blocks[name]
 
+    def bind(self, slo_latency_s: float | None) -> None:
+        """The run's latency bound, when the controller is bound to a run (it caps the catch-up time)."""
+        self.slo_latency_s = slo_latency_s
+
+    def catch_up_s(self, trigger_s: float) -> float:
+        """The catch-up time the guards size with: catch_up_s, but no longer than the run's latency bound less one
+        trigger interval (at least one interval). In a micro-batch job the next batch reads the whole backlog, so
+        draining it "within C seconds" makes that batch take about C: a C beyond the SLO plans to miss it."""
+        c = self.params["catch_up_s"]
+        if self.slo_latency_s is not None:
+            c = min(c, max(trigger_s, self.slo_latency_s - trigger_s))
+        return c
+
     def target_rate(self, snapshot: Snapshot) -> tuple[float, float, float]:
         """(target rate, lag, sustained rate) for sizing, events/s: the sustained arrival rate — the median of the
         last GUARD_WINDOW batches' rates, so a spike the last batch already read is not taken for a new level — plus
-        the lag drained within catch_up_s (catch_up_rate)."""
+        the lag drained within the catch-up time (`catch_up_s()`, `catch_up_rate`)."""
         self.observe(snapshot)
         rates = sorted(s.arrivals / s.interval_s for s in self._recent if s.interval_s > 0)
-        sustained = rates[len(rates) // 2] if len(rates) % 2 else (sum(rates[len(rates) // 2 - 1:][:2]) / 2
-                                                                  if rates else 0.0)
-        target, lag = catch_up_rate(sustained, snapshot.backlog, snapshot.batch_duration_s, self.params["catch_up_s"])
+        if not rates:
+            sustained = 0.0
+        elif len(rates) % 2:
+            sustained = rates[len(rates) // 2]
+        else:
+            sustained = (rates[len(rates) // 2 - 1] + rates[len(rates) // 2]) / 2
+        # the next batch reads what arrived over one trigger interval in the steady state; a batch that overran the
+        # interval leaves the rest of what arrived while it ran as lag
+        trigger = snapshot.trigger_interval_s
+        target, lag = catch_up_rate(sustained, snapshot.backlog, min(snapshot.batch_duration_s, trigger),
+                                    self.catch_up_s(trigger))
         return target, lag, sustained
 
     def utilization(self, snapshot: Snapshot) -> tuple[float, float]:
@@ -364,11 +394,11 @@ class Guards:
         return min(self.cap, max(block.old, current)) if block else self.cap
 
     def catch_up_degree(self, snapshot: Snapshot, op: str, target_rate: float) -> int | None:
-        """The least degree, from the current one up, at which `op` carries `target_rate` (source events/s) with the
-        batch within target_utilization of the trigger (else within the trigger): its stage at degree p takes its
-        records at that rate (`stage_s`: per-record and per-task costs ÷ speedup(p)), the other stages and the
-        fixed cost as observed, scaled to that rate. The largest degree allowed when nothing fits; None when the batch says too
-        little."""
+        """The least degree (from min_degree) at which `op` carries `target_rate` (source events/s) with the batch
+        within target_utilization of the trigger (else within the trigger): its stage at degree p takes its records
+        at that rate (`stage_s`: per-record and per-task costs ÷ speedup(p)), the other stages and the fixed cost
+        as observed, scaled to that rate. The largest degree allowed when nothing fits; None when the batch says
+        too little."""
         metrics = snapshot.operator(op)
         if snapshot.records_read <= 0 or metrics.records_in <= 0 or metrics.busy_s <= 0:
             return None
@@ -380,11 +410,12 @@ class Guards:
         need = metrics.records_in * scale  # the operator's records per batch at the target rate
         per_record = metrics.busy_s / metrics.records_in
         top = self.max_useful(op, metrics.degree)
+        floor = min(self.params["min_degree"], top)
         for share in (self.params["target_utilization"], 1.0):
             budget = share * trigger - fixed - others
             if budget <= 0:
                 continue
-            for p in range(min(metrics.degree, top), top + 1):
+            for p in range(floor, top + 1):
                 if self.stage_s(op, p, need, per_record) <= budget:
                     return p
         return top
@@ -405,14 +436,14 @@ class Guards:
             return Decision(want, reason, details=details)
         self.observe(snapshot)
         p, t, notes = self.params, snapshot.time_s, []
-        observed, utilization = self.utilization(snapshot)
+        ratio, utilization = self.utilization(snapshot)
         low, high = p["target_utilization"] - p["utilization_band"], p["target_utilization"] + p["utilization_band"]
-        details.update({"guard.utilization": utilization, "guard.batch_ratio": observed,
+        details.update({"guard.utilization": utilization, "guard.batch_ratio": ratio,
                         "guard.offered_rate": self.offered_load()})
         for op in self.operators:
-            observed = self.observed_rate(op, current[op])
-            if observed is not None:
-                details[f"guard.rate.{op}"] = observed
+            rate = self.observed_rate(op, current[op])
+            if rate is not None:
+                details[f"guard.rate.{op}"] = rate
             if op in self.gains:
                 details[f"guard.gain.{op}"] = self.gains[op]
         if want != current:
@@ -439,17 +470,14 @@ class Guards:
                              f"{p['load_change']:.0%} from {block.load:.0f} ev/s)")
                 want[op] = self.max_useful(op, current[op])
         # stabilisation of scale-downs: one clock for the vector, running while the proposals lower some operator
-        # and raise none (band or not); then the element-wise highest of the last GUARD_WINDOW proposals is applied,
-        # in one change
+        # and raise none (band or not); then the latest of them is applied, in one change
         if any(want[op] > current[op] for op in self.operators) or want == current:
             self._lower_since = None
-            self._lower_seen.clear()
             for op in self.operators:
                 want[op] = max(want[op], current[op])  # scale-ups at once; downs in the same proposal wait
         else:
             if self._lower_since is None:
                 self._lower_since = t
-            self._lower_seen.append((t, dict(want)))
             waited = t - self._lower_since
             if waited < p["stabilisation_s"]:
                 details["guard.down_pending_s"] = waited
@@ -489,7 +517,6 @@ class Guards:
                 want = dict(current)
         if want != current:
             self._lower_since = None
-            self._lower_seen.clear()
             for op in self.operators:
                 if want[op] > current[op]:
                     sums = self._sums(op, current[op])

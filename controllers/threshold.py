@@ -6,13 +6,16 @@ it removed one; and it waited a scaling interval between actions. This controlle
 operator, which is what a micro-batch job with live per-operator parallelism can act on: it scales up the
 bottleneck (the operator that took the longest wall time in the batch) and scales down the least utilised one.
 
-Guards (controllers/guards.py, on by default; `guards=off` is the rule above, exactly). With guards on, the rule
-still decides whether to act and on which operator, but a scale-up is sized by the catch-up guard — the least degree
-at which the bottleneck carries the current arrival rate plus the backlog drained within `catch_up_s`, on its
-observed capacity curve (at least one task more) — instead of the ratio step; operators at the slot bound or blocked
-by the ineffective-scaling guard are not candidates; and every proposal goes through the guards' review (excluded
-periods, band, bounds, ineffective scaling, stabilisation of scale-downs, reconfiguration cost). The cooldown
-still applies after every action.
+Guards (controllers/guards.py, `guards=on`; off by default until measured on Spark, and `guards=off` is the rule
+above, exactly). With guards on the rule still decides whether to act and on which operator, and:
+- the catch-up guard sizes the action instead of the ratio step and the one-task decrease: the bottleneck goes to
+  the least degree at which it carries the guards' catch-up rate (sustained arrival rate plus the backlog drained
+  within catch_up_s, capped by the run's SLO) with the batch within target_utilization of the trigger, on its
+  observed scalability (per-record and per-task costs, speedup at each degree); the idlest operator goes down to
+  the least degree that still does. No action when the current degree already is that degree;
+- operators at the slot bound (parallel_slots) or at an ineffective-scaling block are not bottleneck candidates;
+- every proposal goes through the guards' review (bounds, ineffective scaling, stabilisation of scale-downs,
+  excluded periods, band, reconfiguration cost). The cooldown still follows every action.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from controllers.base import Controller, Param, register
 from controllers.common_params import COOLDOWN_S, INITIAL_DEGREE, at_most_max_degree, below
 from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards
 from params.declare import Choices, SearchRange
-from controllers.types import Decision, Snapshot
+from controllers.types import Decision, RunContext, Snapshot
 
 
 @register
@@ -46,6 +49,10 @@ class ThresholdController(Controller):
         super().__init__(params, operators, max_degree)
         self._last_action_s: float | None = None
         self.guards = Guards(self.params, self.operators, max_degree)
+
+    def bind(self, context: RunContext) -> None:
+        super().bind(context)
+        self.guards.bind(context.slo_latency_s)
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: max(self.params["initial_degree"], self.params["min_degree"]) for op in self.operators}
@@ -103,11 +110,23 @@ class ThresholdController(Controller):
             if not candidates:
                 return Decision(degrees, f"ratio {ratio:.2f} <= {p['scale_down_ratio']}, all at min", details=details)
             idlest = min(candidates, key=lambda op: op.busy_s / op.degree)
-            degrees[idlest.name] = idlest.degree - 1
+            new = idlest.degree - 1
+            if guards:
+                target, lag, _ = guards.target_rate(snapshot)
+                sized = guards.catch_up_degree(snapshot, idlest.name, target)
+                details.update({"guard.catch_up_rate": target, "guard.lag": lag})
+                if sized is not None:
+                    details[f"guard.catch_up_degree.{idlest.name}"] = sized
+                    if sized >= idlest.degree:
+                        return Decision(degrees, f"ratio {ratio:.2f} <= {p['scale_down_ratio']}, but {idlest.name} "
+                                                 f"needs its degree {idlest.degree} for the catch-up rate "
+                                                 f"{target:.0f} ev/s", details=details)
+                    new = max(sized, p["min_degree"])
+            degrees[idlest.name] = new
             return Decision(
                 degrees,
                 f"ratio {ratio:.2f} <= {p['scale_down_ratio']}: least utilised {idlest.name} "
-                f"{idlest.degree}->{idlest.degree - 1}",
+                f"{idlest.degree}->{new}",
                 details=details,
             )
         return Decision(degrees, f"ratio {ratio:.2f} within ({p['scale_down_ratio']}, {p['scale_up_ratio']})", details=details)

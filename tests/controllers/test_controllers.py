@@ -24,20 +24,24 @@ def test_static_keeps_its_degrees():
     assert c.decide(snapshot(10.0, [1, 5, 1, 1])).degrees == c.initial_degrees()
 
 
+# the threshold rule as Spark Streaming had it: guards off (the guarded rule is in tests/controllers/test_guards.py)
+PAPER = {"guards": False}
+
+
 def test_threshold_scales_the_bottleneck_up_by_the_ratio():
-    c = build_controller("threshold", {}, OPS, 8)
+    c = build_controller("threshold", PAPER, OPS, 8)
     d = c.decide(snapshot(5.0, [0.1, 4.0, 0.3, 0.2]))  # ratio 2.5 -> +2 (round half to even) on enrich
     assert d.degrees == {"parse": 1, "enrich": 3, "aggregate": 1, "sink": 1}
     assert "bottleneck enrich" in d.reason
 
 
 def test_threshold_step_one_adds_one():
-    c = build_controller("threshold", {"step": "one"}, OPS, 8)
+    c = build_controller("threshold", {**PAPER, "step": "one"}, OPS, 8)
     assert c.decide(snapshot(5.0, [0.1, 4.0, 0.3, 0.2])).degrees["enrich"] == 2
 
 
 def test_threshold_scales_the_idlest_down_and_respects_cooldown():
-    c = build_controller("threshold", {"initial_degree": 3, "cooldown_s": 10}, OPS, 8)
+    c = build_controller("threshold", {**PAPER, "initial_degree": 3, "cooldown_s": 10}, OPS, 8)
     degrees = {op: 3 for op in OPS}
     d = c.decide(snapshot(0.4, [0.1, 0.2, 0.05, 0.05], degrees, time_s=100, busy=[0.3, 0.6, 0.03, 0.3]))
     assert d.degrees["aggregate"] == 2 and sum(d.degrees.values()) == 11
@@ -48,7 +52,7 @@ def test_threshold_scales_the_idlest_down_and_respects_cooldown():
 
 
 def test_threshold_holds_inside_the_band_and_at_max():
-    c = build_controller("threshold", {"initial_degree": 8}, OPS, 8)
+    c = build_controller("threshold", {**PAPER, "initial_degree": 8}, OPS, 8)
     assert c.decide(snapshot(1.0, [0.1, 0.5, 0.2, 0.2], {op: 8 for op in OPS})).degrees == {op: 8 for op in OPS}
     assert "every operator is at max" in c.decide(snapshot(5.0, [1, 3, 1, 1], {op: 8 for op in OPS})).reason
 

@@ -11,6 +11,8 @@ from params.units import US
 from simulator.plant import chain, simulate
 
 OPS = ("parse", "enrich", "aggregate", "sink")
+# DS2 as derived in docs/ds2.md: guards off (DS2 with the guard layer is in tests/controllers/test_guards.py)
+PAPER = {"guards": False}
 
 
 def snapshot(ops, *, arrivals=2000, interval=1.0, trigger=1.0, batch_s=0.5, backlog=0, batch_id=0, time_s=1.0):
@@ -40,7 +42,7 @@ def test_one_step_on_a_chain_with_selectivity():
     # aggregate 1000*2e-4 = 0.2 s; sink 1000*1e-4 = 0.1 s. Budget 0.7 s.
     # Greedy: (1,1,1,1) -> 1.5; enrich 2 -> 1.0; enrich 3 -> 0.833; then gains: parse 0.1, enrich 0.083,
     # aggregate 0.1 (parse first by name order, max picks the first) -> parse 2: 0.733; aggregate 2: 0.633 <= 0.7.
-    ds2 = build_controller("ds2", {}, OPS, 8)
+    ds2 = build_controller("ds2", PAPER, OPS, 8)
     snap = snapshot([("parse", 1, 2000, 1000, 0.2), ("enrich", 1, 1000, 1000, 1.0),
                      ("aggregate", 1, 1000, 1000, 0.2), ("sink", 1, 1000, 1000, 0.1)], batch_s=1.5)
     degrees, details = ds2.plan(snap)
@@ -54,7 +56,7 @@ def test_one_step_on_a_chain_with_selectivity():
 def test_the_true_rate_does_not_depend_on_the_current_degree():
     # the same operator observed at degree 1 and at degree 4 (same busy time per record) gives the same plan
     def plan(degree):
-        ds2 = build_controller("ds2", {}, OPS, 8)
+        ds2 = build_controller("ds2", PAPER, OPS, 8)
         snap = snapshot([("parse", 1, 2000, 2000, 0.1), ("enrich", degree, 2000, 2000, 1.2),
                          ("aggregate", 1, 2000, 2000, 0.1), ("sink", 1, 2000, 2000, 0.1)],
                         batch_s=0.3 + 1.2 / degree)
@@ -64,7 +66,7 @@ def test_the_true_rate_does_not_depend_on_the_current_degree():
 
 
 def test_backlog_raises_the_target_rate_and_fixed_cost_shrinks_the_budget():
-    ds2 = build_controller("ds2", {"catch_up_s": 10}, OPS, 8)
+    ds2 = build_controller("ds2", {**PAPER, "catch_up_s": 10}, OPS, 8)
     ops = [("parse", 1, 1000, 1000, 0.05), ("enrich", 2, 1000, 1000, 0.5), ("aggregate", 1, 1000, 1000, 0.05),
            ("sink", 1, 1000, 1000, 0.05)]
     _, quiet = ds2.plan(snapshot(ops, arrivals=1000, batch_s=0.5, backlog=500))  # what arrived during the batch
@@ -76,14 +78,14 @@ def test_backlog_raises_the_target_rate_and_fixed_cost_shrinks_the_budget():
 
 
 def test_within_the_band_nothing_changes_and_a_scale_down_waits():
-    ds2 = build_controller("ds2", {"scale_down_delay_s": 5}, OPS, 8)
+    ds2 = build_controller("ds2", {**PAPER, "scale_down_delay_s": 5}, OPS, 8)
     busy = [("parse", 1, 1000, 1000, 0.02), ("enrich", 4, 1000, 1000, 0.2), ("aggregate", 1, 1000, 1000, 0.02),
             ("sink", 1, 1000, 1000, 0.02)]
     first = ds2.decide(snapshot(busy, arrivals=1000, batch_s=0.11, time_s=1.0, batch_id=0))
     assert first.degrees["enrich"] == 4 and "pending" in first.reason, "utilisation 0.11 < 0.5: wait first"
     later = ds2.decide(snapshot(busy, arrivals=1000, batch_s=0.11, time_s=7.0, batch_id=3))
     assert later.degrees["enrich"] == 1, "after the delay the lower vector is applied"
-    fits = build_controller("ds2", {}, OPS, 8)
+    fits = build_controller("ds2", PAPER, OPS, 8)
     ok = fits.decide(snapshot([("parse", 1, 1000, 1000, 0.1), ("enrich", 2, 1000, 1000, 0.8),
                                ("aggregate", 1, 1000, 1000, 0.1), ("sink", 1, 1000, 1000, 0.1)], arrivals=1000,
                               batch_s=0.7))
@@ -118,7 +120,7 @@ PLANT = chain([("parse", 0.00002), ("enrich", 0.0004), ("aggregate", 0.00005), (
 
 @pytest.mark.parametrize("rates", [(1000, 4000), (500, 6000), (4000, 1500)])
 def test_after_a_step_ds2_reaches_its_stable_configuration_within_three_decisions(rates):
-    loop = ControlLoop(build_controller("ds2", {"parallel_slots": 4, "scale_down_delay_s": 0}, OPS, 8))
+    loop = ControlLoop(build_controller("ds2", {**PAPER, "parallel_slots": 4, "scale_down_delay_s": 0}, OPS, 8))
     run = simulate(PLANT, StepArrivals(*rates, step_s=30, duration_s=90), loop, 90)
     changes_after_step = [d for d in run.decisions if d.changed and 30 < d.time_s < 90]  # while the load is on
     assert len(changes_after_step) <= 3, [(d.time_s, d.after) for d in changes_after_step]
@@ -130,7 +132,7 @@ def test_after_a_step_ds2_reaches_its_stable_configuration_within_three_decision
 def test_an_unreachable_target_falls_back_to_keeping_up_not_to_every_task():
     # fixed cost 1.2 s of a 2 s trigger: the 0.7 target leaves 0.2 s for 1.2 s of stage work, out of reach at 4
     # tasks (0.3 s); keeping up (batch <= 2 s) leaves 0.8 s: enrich at 2 (0.5 s) plus the rest at 1 (0.3 s) fits.
-    ds2 = build_controller("ds2", {"parallel_slots": 4}, OPS, 8)
+    ds2 = build_controller("ds2", {**PAPER, "parallel_slots": 4}, OPS, 8)
     snap = snapshot([("parse", 1, 2000, 2000, 0.1), ("enrich", 1, 2000, 2000, 1.0), ("aggregate", 1, 2000, 2000, 0.1),
                      ("sink", 1, 2000, 2000, 0.1)], arrivals=2000, interval=2.0, trigger=2.0, batch_s=2.5)
     degrees, details = ds2.plan(snap)
