@@ -39,6 +39,8 @@ from elastic_streaming import LINK_XCOM_KEY, OWNER, SPARK_POOL, run_url, trackin
         "dataset": Param("", type="string",
                          description="dataset spec (YAML path); empty: the project's analysis/predictors/dataset.yaml"),
         "seed": Param(0, type="integer", minimum=0, description="the candidates' random seed"),
+        "candidates": Param("default", type="string", enum=["default", "quick"],
+                            description="candidate models (quick: a linear and a short boosted one, a first look)"),
         "coverage": Param(0.8, type="number", exclusiveMinimum=0, exclusiveMaximum=1,
                           description="the conservative variant's target share of windows not under-predicted"),
         "min_improvement": Param(0.01, type="number", minimum=0, exclusiveMaximum=1,
@@ -70,7 +72,8 @@ def elastic_predictor_training():
         from analysis.predictors.pipeline import evaluate as leave_one_trace_out
 
         try:
-            return leave_one_trace_out(Path(folder(dag_run)), params["seed"], params["coverage"])
+            return leave_one_trace_out(Path(folder(dag_run)), params["seed"], params["coverage"],
+                                       params["candidates"])
         except PredictorError as exc:
             raise AirflowFailException(str(exc)) from None
 
