@@ -87,11 +87,8 @@ class ThresholdController(Controller):
             step = max(1, round(ratio)) if p["step"] == "ratio" else 1
             new = min(self.max_degree, bottleneck.degree + step)
             if guards:
-                target, lag, _ = guards.target_rate(snapshot)
-                sized = guards.catch_up_degree(snapshot, bottleneck.name, target)
-                details.update({"guard.catch_up_rate": target, "guard.lag": lag})
+                target, sized = _catch_up(guards, snapshot, bottleneck.name, details)
                 if sized is not None:
-                    details[f"guard.catch_up_degree.{bottleneck.name}"] = sized
                     if sized <= bottleneck.degree:
                         return Decision(degrees, f"ratio {ratio:.2f} >= {p['scale_up_ratio']}, but {bottleneck.name} "
                                                  f"carries the catch-up rate {target:.0f} ev/s at its degree "
@@ -112,11 +109,8 @@ class ThresholdController(Controller):
             idlest = min(candidates, key=lambda op: op.busy_s / op.degree)
             new = idlest.degree - 1
             if guards:
-                target, lag, _ = guards.target_rate(snapshot)
-                sized = guards.catch_up_degree(snapshot, idlest.name, target)
-                details.update({"guard.catch_up_rate": target, "guard.lag": lag})
+                target, sized = _catch_up(guards, snapshot, idlest.name, details)
                 if sized is not None:
-                    details[f"guard.catch_up_degree.{idlest.name}"] = sized
                     if sized >= idlest.degree:
                         return Decision(degrees, f"ratio {ratio:.2f} <= {p['scale_down_ratio']}, but {idlest.name} "
                                                  f"needs its degree {idlest.degree} for the catch-up rate "
@@ -130,3 +124,14 @@ class ThresholdController(Controller):
                 details=details,
             )
         return Decision(degrees, f"ratio {ratio:.2f} within ({p['scale_down_ratio']}, {p['scale_up_ratio']})", details=details)
+
+
+def _catch_up(guards, snapshot: Snapshot, op: str, details: dict) -> tuple[float, int | None]:
+    """The catch-up guard's rate and the least degree of `op` that carries it (None: not enough observed), both
+    recorded in the decision's details."""
+    target, lag, _ = guards.target_rate(snapshot)
+    sized = guards.catch_up_degree(snapshot, op, target)
+    details.update({"guard.catch_up_rate": target, "guard.lag": lag})
+    if sized is not None:
+        details[f"guard.catch_up_degree.{op}"] = sized
+    return target, sized
