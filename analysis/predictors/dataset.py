@@ -236,7 +236,6 @@ def trace_series(entry: TraceEntry, spec: DatasetSpec, where: str) -> tuple[Seri
             f"so that it is (e.g. {trace.bucket_s / spec.horizon.step_s:g})")
     k = int(round(k))
     counts = trace.counts.astype(float)
-    bad = np.zeros(len(counts), dtype=bool)
     declared = np.zeros(len(counts), dtype=bool)
     times = np.arange(len(counts)) * trace.bucket_s
     for start, end in entry.mask:

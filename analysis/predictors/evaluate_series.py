@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from analysis.predictors.dataset import DatasetError, Series, series_from_file
-from analysis.predictors.evaluation import scores
+from analysis.predictors.evaluation import scores, summarise
 from analysis.predictors.windows import baselines, make_windows
 from controllers.forecast import Horizon, feature_names
 
@@ -89,6 +89,5 @@ def evaluate_series(model_ref: str, series_ref: str, tracking_uri: str, compress
     predicted = np.asarray(model.predict(active.X), dtype=float) + offset
     label = model_ref + (f" (+{offset:.3f} conformal offset)" if offset else "")
     per[label] = scores(predicted, active, naive, paper)
-    from analysis.predictors.evaluation import summarise
     return {"per_group": {series.name: per}, "summary": summarise({series.name: per}), "best": label,
             "windows": {series.name: {"all": len(w), "idle": int(w.idle.sum())}}}

@@ -133,6 +133,8 @@ def leave_one_trace_out(dataset: Dataset, seed: int = 0, coverage: float = DEFAU
     if empty:
         raise ValueError(f"no non-idle window in {', '.join(empty)}: every window holds fewer than "
                          f"{horizon.idle_events:g} events; widen the window or drop the trace")
+    model_names = list(make(seed))
+    quantile_names = list(conservative(seed, coverage)) if conservative else []
     per_group: dict[str, dict[str, dict[str, float]]] = {}
     residuals: dict[str, dict[str, np.ndarray]] = {}
     predictions: dict[str, dict[str, np.ndarray]] = {}
@@ -151,10 +153,9 @@ def leave_one_trace_out(dataset: Dataset, seed: int = 0, coverage: float = DEFAU
             predictions[g][name] = p
             residuals[g][name] = test.y - p
             per_group[g][name] = scores(p, test, naive, paper)
-    model_names = list(make(seed))
     summary = summarise(per_group)
     best = min(model_names, key=lambda n: summary[n]["mae_vs_naive"])
-    bases = [best] + list(conservative(seed, coverage) if conservative else {})
+    bases = [best] + quantile_names
     variants = {}
     for base_name in bases:
         conformal = f"{base_name}+conformal{round(coverage * 100)}"

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from analysis.predictors.dataset import Dataset, DatasetSpec, Series, load_dataset, parse_spec
+from analysis.predictors.report import evaluation_markdown
 from analysis.predictors.evaluation import (CANDIDATE_SETS, CONSERVATIVE_SETS, DEFAULT_COVERAGE, fit_final, group_windows,
                                            leave_one_trace_out)
 from controllers.forecast import feature_names
@@ -114,7 +115,6 @@ def register_predictors(work: Path, tracking_uri: str, experiment: str = EXPERIM
                            "groups": len(result["per_group"])})
         mlflow.log_dict(dataset.spec.canonical(), "dataset_spec.json")
         mlflow.log_dict(result, "evaluation.json")
-        from analysis.predictors.report import evaluation_markdown
         mlflow.log_text(evaluation_markdown(result), "evaluation.md")
         for name, s in result["summary"].items():
             key = name.replace("+", "_")
