@@ -9,12 +9,15 @@ from tests.support import run_cli
 
 pytestmark = pytest.mark.spark
 
+PERIOD_S = 2.0
+
 
 def test_autoscale_run_with_an_empty_registry_records_its_fallback(tracking_uri, mlflow_client, tmp_path):
     workload = tmp_path / "w.yaml"
-    workload.write_text("name: ramp-it\nprofile: ramp\nparams: {start: 500, end: 6000, ramp_end_s: 20}\n"
-                        "duration_s: 24\nseed: 2\n")
-    proc = run_cli(["--controller", "autoscale", "--param", "period_s=4", "--param", "predictor=registry",
+    # 2 s iterations of two 1 s batches: at least 4 iterations fit in 14 s with room for a slow start
+    workload.write_text("name: ramp-it\nprofile: ramp\nparams: {start: 500, end: 6000, ramp_end_s: 12}\n"
+                        "duration_s: 14\nseed: 2\n")
+    proc = run_cli(["--controller", "autoscale", "--param", f"period_s={PERIOD_S:g}", "--param", "predictor=registry",
                     "--workload", str(workload), "--trigger", "1", "--tracking-uri", tracking_uri,
                     "--experiment", "it-autoscale", "--output-dir", str(tmp_path / "job")])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -30,9 +33,9 @@ def test_autoscale_run_with_an_empty_registry_records_its_fallback(tracking_uri,
     iterations = [d for d in decisions if d["reason"].startswith("iteration of")]
     assert len(iterations) >= 4, [d["reason"] for d in decisions]
     assert all("predictor paper-ols-extrapolated [load predictor" in d["reason"] for d in iterations)
-    # one decision per 4 s iteration, not per 1 s batch: the batches in between keep the degrees
+    # one decision per 2 s iteration, not per 1 s batch: the batches in between keep the degrees
     times = [d["time_s"] for d in iterations]
-    assert all(later - earlier >= 4 - 0.002 for earlier, later in zip(times, times[1:])), times  # (ms rounding)
+    assert all(later - earlier >= PERIOD_S - 0.002 for earlier, later in zip(times, times[1:])), times  # (ms rounding)
     in_progress = [d for d in decisions if d["reason"].startswith("iteration in progress")]
     assert in_progress and len(in_progress) + len(iterations) == len(decisions), [d["reason"] for d in decisions]
     assert all(d["before"] == d["after"] for d in in_progress), "degrees only change at the end of an iteration"
