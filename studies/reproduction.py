@@ -6,10 +6,11 @@
     python -m studies.reproduction --run autoscale-baselines     # run one claim's suite (sequentially), then the page
     python -m studies.reproduction --out docs/reproduction.md    # regenerate the page from MLflow only
 
-The page is generated from the MLflow store, never typed and never carried over from an earlier page: a claim's
-measurement comes from the latest finished parent run tagged `claim=<id>` (kind=reproduction); a claim with no such
-suite in the store says it was not run, and the command that runs it. A claim whose controller does not exist yet
-says which issue brings it. Every suite's parent run records the machine it ran on (studies/provenance.py); the page
+The page is generated, never typed: a claim's measurement comes from the latest finished parent run tagged
+`claim=<id>` (kind=reproduction) in the MLflow store, and is then kept as the claim's record beside the page
+(docs/reproduction/<claim>.json, studies/claim_records.py), so a fresh clone, whose store is empty, still shows what
+was measured, when and where; a claim with neither a suite nor a record says it was not run, and the command that
+runs it. A claim whose controller does not exist yet says which issue brings it. Every suite's parent run records the machine it ran on (studies/provenance.py); the page
 says when and where its figures were measured.
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ import controllers
 from analysis.runs import load_runs, with_cost_to_oracle
 from analysis.suite import SuiteRequest, open_parent, run_suite, timestamped
 from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
+from studies.claim_records import StaleRecord, read_record, record_path, write_record
 from studies.provenance import (RUN_OVERHEAD_S, SuiteProvenance, date_span, day, machine_tags, measured_on,
                                 minutes, suite_provenance)
 from workloads import load_workload
@@ -343,11 +345,23 @@ def measured_suite(tracking_uri: str, experiment: str, claim: Claim) -> tuple[st
     return parent, runs
 
 
-def claims_to_run(tracking_uri: str, experiment: str, force: bool = False) -> list[Claim]:
+def has_record(records_dir: Path | None, claim: Claim) -> bool:
+    """The repository holds a measurement of the claim as defined now (studies/claim_records.py)."""
+    if records_dir is None:
+        return False
+    try:
+        return read_record(records_dir, claim) is not None
+    except StaleRecord:
+        return False
+
+
+def claims_to_run(tracking_uri: str, experiment: str, force: bool = False,
+                  records_dir: Path | None = None) -> list[Claim]:
     """What `make reproduce` runs, in page order (a claim that reuses another's runs comes after it): every runnable
-    claim with `force`, else those with no finished suite in the store."""
+    claim with `force`, else those with neither a finished suite in the store nor a record in `records_dir`."""
     return [c for c in CLAIMS if runnable(c)
-            and (force or measured_suite(tracking_uri, experiment, c)[0] is None)]
+            and (force or (measured_suite(tracking_uri, experiment, c)[0] is None
+                           and not has_record(records_dir, c)))]
 
 
 def _last_attempt(tracking_uri: str, experiment: str, claim: Claim) -> str:
@@ -450,9 +464,11 @@ def plan_lines(tracking_uri: str, experiment: str) -> tuple[list[str], float, in
     return lines, total, runs
 
 
-def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None) -> str:
-    """The page from the MLflow store alone: a claim with no finished suite there says it was not run and how to run
-    it (a figure left from an earlier page is removed, not shown)."""
+def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None, records_dir: Path | None = None
+         ) -> str:
+    """The page from the MLflow store and, for a claim the store has no suite of, the claim's record in
+    `records_dir` (studies/claim_records.py): a row measured from the store writes its record there. A claim with
+    neither says it was not run and how to run it (a figure without a record or suite is removed, not shown)."""
     from studies import seep_timings
 
     client = MlflowClient(tracking_uri)
@@ -467,11 +483,24 @@ def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None) ->
             continue
         missing = claim.missing()
         parent, runs = (None, pd.DataFrame()) if missing else measured_suite(tracking_uri, experiment, claim)
+        record, stale = None, ""
+        if not missing and parent is None and records_dir is not None:
+            try:
+                record = read_record(records_dir, claim)
+            except StaleRecord as exc:
+                stale = f"; its record is not used: {exc}"
+        png_name = None
         if missing:
             measured = f"not measurable yet: needs {' and '.join(missing)}, from {claim.brought_by}"
             verdict, suite = "–", "–"
+        elif record is not None:
+            measured, verdict = record["measured"], record["verdict"]
+            sources[claim.id] = record["suites"]
+            where = record_path(records_dir, claim.id).relative_to(records_dir.parent).as_posix()
+            suite = f"{record['suite']} — from its record [{where}]({where}) (not in this MLflow store)"
+            png_name = record["figure"]
         elif parent is None:
-            measured = (f"not run in this MLflow store{_last_attempt(tracking_uri, experiment, claim)}: "
+            measured = (f"not run in this MLflow store{_last_attempt(tracking_uri, experiment, claim)}{stale}: "
                         f"`make reproduce` runs it, or `python -m studies.reproduction --run {claim.id}` "
                         f"({spark_runs(claim)} Spark runs, about {minutes(estimate_s(claim))})")
             verdict, suite = "not run", "–"
@@ -486,23 +515,31 @@ def page(tracking_uri: str, experiment: str, figures_dir: Path | None = None) ->
             took = f", {minutes(own.wall_s)}" if own.wall_s else ""
             suite = (f"`{parent[:8]}` ({own.date}{took}){baseline_note}: {claim.workload}, {len(runs)} runs, seeds "
                      f"{', '.join(str(s) for s in sorted(set(runs['seed'].dropna().astype(int))))}")
+            if figures_dir is not None:
+                png = claim_timelines(tracking_uri, claim, runs, figures_dir)
+                png_name = png.name if png is not None else None
+            if records_dir is not None:
+                write_record(records_dir, claim, measured, verdict, suite, sources[claim.id], png_name)
         rows.append(f"| {claim.id} | {claim.paper} | {claim.claim} | {measured} | {verdict} | {suite} |")
         if figures_dir is None:
             continue
-        png = claim_timelines(tracking_uri, claim, runs, figures_dir) if parent is not None and not missing else None
-        if png is not None:
-            figures.append(f"### {claim.id}\n\n![{claim.id} timelines]({figures_dir.name}/{png.name})\n")
+        if png_name is not None and (figures_dir / png_name).exists():
+            figures.append(f"### {claim.id}\n\n![{claim.id} timelines]({figures_dir.name}/{png_name})\n")
         else:
-            (figures_dir / f"{claim.id}.png").unlink(missing_ok=True)  # an earlier page's figure: not this store's
+            (figures_dir / f"{claim.id}.png").unlink(missing_ok=True)  # no suite, no record: not a measured figure
     plan, total_s, total_runs = plan_lines(tracking_uri, experiment)
     seep_s = seep_timings.estimate_s()
     machines = measured_on(sources)
     lines = ["# Reproduction: the seed papers' claims, measured on Spark", "",
              f"Generated by `make reproduce` (`python -m studies.reproduction`, {time.strftime('%Y-%m-%d')}) from the "
-             "MLflow store alone; do not edit by hand. Each row is the latest finished suite tagged with the claim in "
-             "the store; a claim the store does not have says so (nothing is carried over from an earlier page).", "",
-             f"**Regenerate**: `make reproduce` runs, one suite after another, every claim below that is not in the "
-             f"MLflow store yet (`make reproduce FORCE=1`: every claim again), then writes this page and "
+             "MLflow store and the claims' records; do not edit by hand. Each row is the latest finished suite tagged "
+             "with the claim in the store; where the store has none, the row is the claim's record in "
+             "`docs/reproduction/<claim>.json`, which the page wrote when it last measured the claim from a store "
+             "(figures, verdict, suite, machine, date, code revision; a record made under another definition of the "
+             "claim is not used). A claim with neither says so.", "",
+             f"**Regenerate**: `make reproduce` runs, one suite after another, every claim below that has neither a "
+             f"suite in the MLflow store nor a record (`make reproduce FORCE=1`: every claim again, replacing the "
+             f"records), then writes this page and "
              f"[seep.md](seep.md). From an empty store that is {total_runs} Spark runs here and "
              f"{seep_timings.SPARK_RUNS} for seep.md: about {minutes(total_s + seep_s)} on a 2-core machine "
              f"({minutes(total_s)} + {minutes(seep_s)}; the estimate is computed below). "
@@ -575,8 +612,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m studies.reproduction", description=__doc__.split("\n\n")[0])
     p.add_argument("--run", action="append", default=[], metavar="CLAIM",
                    help="run this claim's suite first (repeatable): one of "
-                        f"{', '.join(c.id for c in CLAIMS if runnable(c))}; or 'missing' (every claim not in the "
-                        "store yet, as `make reproduce`), or 'all' (every claim again; 'available' is the same)")
+                        f"{', '.join(c.id for c in CLAIMS if runnable(c))}; or 'missing' (every claim with neither a "
+                        "suite in the store nor a record beside the page, as `make reproduce`), or 'all' (every "
+                        "claim again; 'available' is the same)")
     p.add_argument("--variant", action="append", default=[], metavar="VARIANT",
                    help="with one --run: run only this variant of the claim (repeatable); the others are reused")
     p.add_argument("--plan", action="store_true",
@@ -588,9 +626,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     uri = args.tracking_uri or default_tracking_uri()
     by_id = {c.id: c for c in CLAIMS}
+    records = args.out.parent / "reproduction"  # the claims' records and timeline figures, beside the page
     keyword = args.run[0] if len(args.run) == 1 and args.run[0] in ("missing", "all", "available") else None
     if keyword is not None or (args.plan and not args.run):
-        wanted = [c.id for c in claims_to_run(uri, args.experiment, force=keyword in ("all", "available"))]
+        wanted = [c.id for c in claims_to_run(uri, args.experiment, force=keyword in ("all", "available"),
+                                              records_dir=records)]
     else:
         wanted = args.run
     unknown = [w for w in wanted if w not in by_id]
@@ -623,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"claim {claim_id}: parent run {parent} {status}")
         if status != "FINISHED":  # a case failed: the suite is not used, the row says the last attempt failed
             failed.append(claim_id)
-    text = page(uri, args.experiment, figures_dir=args.out.parent / "reproduction")
+    text = page(uri, args.experiment, figures_dir=records, records_dir=records)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)

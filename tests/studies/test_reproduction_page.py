@@ -185,6 +185,59 @@ def test_the_page_is_written_from_the_store_alone_and_says_which_claims_were_not
     assert "**Regenerate**: `make reproduce`" in text and "Total from an empty store: 57 Spark runs" in text
 
 
+def test_a_measured_claim_is_kept_as_a_record_that_a_store_without_its_suite_shows(tmp_path):
+    """A fresh clone has no MLflow store: the rows measured earlier come from the records the page wrote, with their
+    provenance; a record of another definition of the claim is not used; make reproduce does not rerun a recorded
+    claim unless forced."""
+    import dataclasses
+    import json
+
+    from studies import reproduction
+    from studies.claim_records import read_record
+    from studies.reproduction import claims_to_run
+
+    machine = {"machine.cpus": "2", "machine.cpu_model": "Test CPU", "machine.memory_gib": "7.8",
+               "machine.os": "Debian", "machine.python": "3.11.9", "machine.spark": "4.2.0",
+               "machine.load_1min": "0.4", "code.revision": "fedcba9876543210"}
+    measured_uri = f"sqlite:///{tmp_path / 'measured.db'}"
+    client = MlflowClient(measured_uri)
+    exp = client.create_experiment("repro", artifact_location=(tmp_path / "a").as_uri())
+    baselines = _fabricated_suite(client, exp, "autoscale-baselines", {CONF_MIN: (0.3, 100), CONF_EXPT: (1.0, 300)},
+                                  machine, 1_764_000_000_000)
+    records = tmp_path / "docs" / "reproduction"
+    first = page(measured_uri, "repro", records_dir=records)
+    record = json.loads((records / "autoscale-baselines.json").read_text())
+    assert record["verdict"] == "holds" and record["measured"] in row(first, "autoscale-baselines")
+    assert record["suites"][0]["run_id"] == baselines and record["suites"][0]["revision"] == "fedcba9876543210"
+    assert sorted(p.name for p in records.iterdir()) == ["autoscale-baselines.json"], "only measured claims"
+
+    fresh_uri = f"sqlite:///{tmp_path / 'fresh.db'}"
+    MlflowClient(fresh_uri).create_experiment("repro", artifact_location=(tmp_path / "b").as_uri())
+    text = page(fresh_uri, "repro", records_dir=records)
+    line = row(text, "autoscale-baselines")
+    assert "ConfMin: SLO attainment 30.0%" in line and "| holds |" in line
+    assert f"`{baselines[:8]}` (2025-11-24, 10 min)" in line
+    assert "from its record [reproduction/autoscale-baselines.json](reproduction/autoscale-baselines.json)" in line
+    assert "**Measured** 2025-11-24" in text and "load average 0.4 at start, code fedcba987654" in text
+    assert "autoscale-baselines" not in [c.id for c in claims_to_run(fresh_uri, "repro", records_dir=records)]
+    assert "autoscale-baselines" in [c.id for c in claims_to_run(fresh_uri, "repro", force=True,
+                                                                 records_dir=records)]
+    assert "not run in this MLflow store" in row(page(fresh_uri, "repro"), "autoscale-baselines"), \
+        "without the records folder, the store alone"
+
+    # the claim defined otherwise (more seeds): its record measured another experiment
+    by_id = {c.id: c for c in CLAIMS}
+    changed = dataclasses.replace(by_id["autoscale-baselines"], seeds=(1, 2, 3, 4))
+    assert read_record(records, by_id["autoscale-baselines"]) is not None
+    original = reproduction.CLAIMS
+    reproduction.CLAIMS = tuple(changed if c.id == changed.id else c for c in original)
+    try:
+        line = row(page(fresh_uri, "repro", records_dir=records), "autoscale-baselines")
+    finally:
+        reproduction.CLAIMS = original
+    assert "| not run |" in line and "was measured under another definition of the claim" in line
+
+
 def test_a_suite_recorded_before_the_machine_tags_gives_its_date_and_its_runs_spark_version(tmp_path):
     uri = f"sqlite:///{tmp_path / 'm.db'}"
     client = MlflowClient(uri)
