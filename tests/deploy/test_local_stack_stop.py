@@ -9,18 +9,9 @@ import time
 
 import psutil
 
+from benchmarks.faults import STUBBORN_TREE
 from deploy import local_stack
 
-STUBBORN_TREE = """
-import os, signal, subprocess, sys, time
-child = "import signal, time\\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\\nprint('ready', flush=True)\\ntime.sleep(600)"
-kids = [subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True) for _ in range(3)]
-for k in kids:
-    k.stdout.readline()
-print(" ".join(str(k.pid) for k in kids), flush=True)
-signal.signal(signal.SIGINT, lambda *a: os._exit(0))  # the leader goes at once, its children stay
-time.sleep(600)
-"""
 
 
 def test_stop_ends_the_leader_and_the_children_that_ignore_sigterm(tmp_path, monkeypatch, capsys):

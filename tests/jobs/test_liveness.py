@@ -9,22 +9,16 @@ import time
 from mlflow.tracking import MlflowClient
 
 from analysis.runs import load_runs
+from benchmarks.faults import RECORDING_PROCESS
 from jobs.recording.liveness import HEARTBEAT_TAG, reap_dead_runs
 from jobs.recording.recorder import RunRecorder
 from tests.support import ROOT
 
-RECORDING_PROCESS = """
-import sys, time
-from jobs.recording.recorder import RunRecorder
-recorder = RunRecorder(sys.argv[1], "liveness", "doomed", tags={"controller": "static"}, heartbeat_s=0.2)
-print(recorder.run_id, flush=True)
-time.sleep(600)
-"""
 
 
 def test_a_killed_run_is_marked_killed_by_the_next_reader_and_a_live_one_is_left_alone(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    live = RunRecorder(uri, "liveness", "alive", tags={"controller": "static"}, heartbeat_s=0.2)
+    live = RunRecorder(uri, "faults", "alive", tags={"controller": "static"}, heartbeat_s=0.2)
     client = MlflowClient(uri)
     proc = subprocess.Popen([sys.executable, "-c", RECORDING_PROCESS, uri], cwd=ROOT, stdout=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -40,7 +34,7 @@ def test_a_killed_run_is_marked_killed_by_the_next_reader_and_a_live_one_is_left
         proc.wait()
     last = float(client.get_run(run_id).data.tags[HEARTBEAT_TAG])
     assert client.get_run(run_id).info.status == "RUNNING", "nobody could end it: it was killed"
-    experiment = [client.get_experiment_by_name("liveness").experiment_id]
+    experiment = [client.get_experiment_by_name("faults").experiment_id]
     assert reap_dead_runs(client, experiment, now_s=last + 5, stale_after_s=10) == [], "not stale yet"
     # the comparison, promotion and reports read runs through load_runs: it settles the dead one
     time.sleep(1.5)
@@ -50,7 +44,7 @@ def test_a_killed_run_is_marked_killed_by_the_next_reader_and_a_live_one_is_left
     assert f"process {proc.pid} on" in dead.data.tags["failure_reason"]
     assert "was killed or lost before it could end the run" in dead.data.tags["failure_reason"]
     assert client.get_run(live.run_id).info.status == "RUNNING", "a live run keeps beating and is left alone"
-    runs = load_runs(uri, experiment="liveness").set_index("run_id")
+    runs = load_runs(uri, experiment="faults").set_index("run_id")
     assert runs.loc[run_id, "status"] == "KILLED" and runs.loc[live.run_id, "status"] == "RUNNING"
     live.finish()
     assert client.get_run(live.run_id).info.status == "FINISHED"
