@@ -36,8 +36,6 @@ def param_value(text: str) -> Any:
         return text
 
 
-
-
 @dataclass
 class RunConfig:
     controller: str
