@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test bench reproduce mlflow-ui airflow airflow-stop clean
+.PHONY: setup demo test bench faults reproduce mlflow-ui airflow airflow-stop clean
 
 # --no-compile: pip would byte-compile every installed module (Airflow, MLflow, PySpark: 89 s of a 55 s install
 # measured here); Python compiles the few it imports on first use instead.
@@ -27,6 +27,9 @@ bench: setup  ## run the benchmarks (docs/benchmarks.md); never together with an
 	$(BIN)/python -m benchmarks.foundation
 	$(BIN)/python -m benchmarks.dag_parse
 	$(BIN)/python -m benchmarks.multilevel
+
+faults: setup  ## inject each fault for real, check the project's promises, write docs/reliability.md
+	$(BIN)/python -m benchmarks.faults --out docs/reliability.md
 
 reproduce: setup  ## run what docs/reproduction.md and docs/seep.md lack in the MLflow store (FORCE=1: all; ~3.4 h on 2 cores), write both
 	$(BIN)/python -m studies.reproduction --run $(if $(FORCE),all,missing); status=$$?; \

@@ -20,6 +20,7 @@ from analysis.suite import SuiteError, SuiteRequest, open_parent, run_suite, tim
 from analysis.table import format_table
 from params.run import RUN_SETTINGS
 from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
+from jobs.recording.tracking_check import TrackingUnreachable
 
 # ConfMin (everything at degree 1), ConfExpt (enrich sized for the step's peak), and the reactive controller.
 DEFAULT_VARIANTS = ("static:degree=1", "static:degree=1,degrees={enrich: 3}", "threshold")
@@ -47,10 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     except SuiteError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    parent_id = open_parent(tracking_uri, args.experiment, timestamped("demo"),
-                            {"kind": "demo", "workload": args.workload},
-                            {"workload": args.workload, "duration_s": args.duration, "seed": args.seed,
-                             "slo.latency_s": args.slo_latency, "variants": " | ".join(variants)})
+    try:
+        parent_id = open_parent(tracking_uri, args.experiment, timestamped("demo"),
+                                {"kind": "demo", "workload": args.workload},
+                                {"workload": args.workload, "duration_s": args.duration, "seed": args.seed,
+                                 "slo.latency_s": args.slo_latency, "variants": " | ".join(variants)})
+    except TrackingUnreachable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
     print(f"demo: {len(variants)} variants on workload {args.workload!r}, {args.duration:g}s each; "
           f"parent MLflow run {parent_id}", flush=True)
     suite = run_suite(parent_id, request, tracking_uri=tracking_uri, experiment=args.experiment, master=args.master)

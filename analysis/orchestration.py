@@ -7,6 +7,7 @@ DAG) -> analyse (report on the parent run) -> promote -> close the parent run wi
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from analysis.promote import promote_suite
 from analysis.regression import DEFAULT_TOLERANCE, compare_suites, listing
 from analysis.report import report_for_parent
 from analysis.runs import load_runs
-from analysis.suite import REQUEST_FIELDS, SuiteRequest, open_parent
+from analysis.suite import REQUEST_FIELDS, SuiteError, SuiteRequest, open_parent
 from jobs.champion import CHAMPION_ALIAS, model_name
 from jobs.recording.recorder import REPO_ROOT
 
@@ -142,10 +143,27 @@ def nightly_verdict(tracking_uri: str, parent_run_id: str, baselines: dict[str, 
     return passed, message
 
 
+SUITE_DIRS_ENV = "ELASTIC_SUITE_DIRS"  # folders (os.pathsep-separated) an operator allows suites from
+
+
+def allowed_suite_dirs() -> list[Path]:
+    """The project's suites/ folder, or the folders the deployment names in $ELASTIC_SUITE_DIRS."""
+    configured = [Path(p) for p in os.environ.get(SUITE_DIRS_ENV, "").split(os.pathsep) if p.strip()]
+    return [p.resolve() for p in configured] or [(REPO_ROOT / "suites").resolve()]
+
+
 def suite_file(path: str) -> SuiteRequest:
-    """A suite file given relative to the project (as the nightly DAG's param is) or absolute."""
+    """A suite file given relative to the project (as the nightly DAG's param is) or absolute, and inside an allowed
+    folder: whoever may trigger a DAG run must not make it read any file the workers can read (symbolic links and
+    '..' are resolved before the check)."""
     candidate = Path(path)
-    return SuiteRequest.from_file(candidate if candidate.is_absolute() else REPO_ROOT / candidate)
+    resolved = (candidate if candidate.is_absolute() else REPO_ROOT / candidate).resolve()
+    allowed = allowed_suite_dirs()
+    if not any(resolved.is_relative_to(folder) for folder in allowed):
+        raise SuiteError(f"suite file {path!r} is outside the folders suites may come from "
+                         f"({', '.join(str(f) for f in allowed)}); a deployment can allow others with "
+                         f"{SUITE_DIRS_ENV}")
+    return SuiteRequest.from_file(resolved)
 
 
 def champion_suites(tracking_uri: str, parent_run_id: str) -> dict[str, str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from jobs.recording.liveness import reap_dead_runs
+
 SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "cost_executor_core_seconds", "latency_p50_s",
                    "latency_p95_s", "latency_p99_s", "latency_max_s", "scaling_actions", "oscillations",
                    "backlog_integral_event_s", "records_in", "records_out", "records_lost", "records_duplicated",
@@ -17,7 +19,9 @@ ORACLE = "oracle"
 def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: str | None = None,
               filter_string: str = "") -> pd.DataFrame:
     """Runs of `parent_run_id` (its children), or of `experiment` matching `filter_string`; FAILED runs included
-    (status column) so that incomplete suites are visible, never silently dropped."""
+    (status column) so that incomplete suites are visible, never silently dropped. A RUNNING run whose process died
+    (its heartbeat stopped, jobs/recording/liveness.py) is marked KILLED first, with the reason: whoever reads the
+    runs next settles them, so a dead run is never mistaken for one still going."""
     client = MlflowClient(tracking_uri)
     if parent_run_id:
         parent = client.get_run(parent_run_id)
@@ -31,6 +35,7 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
         if found is None:
             raise ValueError(f"no MLflow experiment named {experiment!r} at {tracking_uri}")
         experiment_ids = [found.experiment_id]
+    reap_dead_runs(client, experiment_ids, filter_string=filter_string)
     rows, token = [], None
     while True:
         page = client.search_runs(experiment_ids, filter_string=filter_string, max_results=1000, page_token=token)

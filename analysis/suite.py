@@ -21,6 +21,7 @@ from mlflow.tracking import MlflowClient
 import controllers
 from jobs.config import param_value
 from jobs.recording.recorder import REPO_ROOT, ensure_experiment
+from jobs.recording.tracking_check import check_tracking_store
 from jobs.topology import load_topology
 from params.declare import Param, ParamError
 from params.run import RUN_SETTINGS
@@ -207,6 +208,9 @@ class SuiteResult:
 
 def open_parent(tracking_uri: str, experiment: str, run_name: str, tags: dict[str, str],
                 params: dict[str, object]) -> str:
+    """The suite's parent run; TrackingUnreachable (one line) within seconds when the store is down, instead of
+    MLflow's minutes of retries."""
+    check_tracking_store(tracking_uri)
     if tracking_uri.startswith("sqlite:"):
         Path(tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     client = MlflowClient(tracking_uri)

@@ -34,7 +34,8 @@ from elastic_streaming import LINK_XCOM_KEY, OWNER, experiment_name, run_url, su
     default_args={"owner": OWNER, "retries": 0},
     params={
         "suite": Param("suites/nightly.yaml", type="string", minLength=1,
-                       description="suite file, relative to the project or absolute"),
+                       description="suite file in the project's suites/ folder (relative to the project or "
+                                   "absolute; ELASTIC_SUITE_DIRS on the workers allows other folders)"),
         "baseline_run_id": Param("", type="string",
                                  description="parent run to compare with (default: the previous nightly)"),
         "suite_run_id": Param("", type="string",

@@ -7,7 +7,8 @@ triggerer) with the project's DAGs and plugins, and an MLflow tracking server (S
 
 Airflow UI http://127.0.0.1:8080 (user admin, password in .local/airflow/simple_auth_manager_passwords.json.generated),
 MLflow UI http://127.0.0.1:5000. State lives in .local/ (the same MLflow store `make demo` writes to). Both
-servers run in their own process groups, recorded in .local/stack/*.pid, so `stop` ends exactly what `start` began.
+servers run in their own process groups, recorded in .local/stack/*.pid, so `stop` ends exactly what `start` began:
+every member of each group, and the leaders' descendants, escalating from SIGINT to SIGTERM to SIGKILL.
 """
 from __future__ import annotations
 
@@ -64,6 +65,12 @@ def _wait_http(url: str, timeout_s: float) -> bool:
 
 
 def start() -> int:
+    for name in ("airflow", "mlflow"):
+        orphans = [p.pid for p in _members(name)] if _alive(name) is None else []
+        if orphans:  # a second scheduler on the same metadata database would run every task twice
+            print(f"{name}: process(es) {', '.join(map(str, orphans))} left from an earlier start are still running; "
+                  "stop them first with: make airflow-stop", file=sys.stderr)
+            return 1
     env = _env()
     bin_dir = Path(sys.executable).parent
     subprocess.run([str(bin_dir / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
@@ -93,30 +100,71 @@ Stop with: make airflow-stop""")
     return 0 if ok_mlflow and ok_airflow else 1
 
 
-def stop() -> int:
-    for name in ("airflow", "mlflow"):
-        pid = _alive(name)
-        if pid is None:
+def _members(name: str) -> list:
+    """Every live process `start` began for `name`: its process group (the leader and whatever it started, even
+    after the leader exited and they were re-parented to init) and the leader's descendants that left the group."""
+    import psutil
+
+    pid_file = STACK / f"{name}.pid"
+    if not pid_file.exists():
+        return []
+    pgid = int(pid_file.read_text())
+    found: dict[int, psutil.Process] = {}
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                found[proc.pid] = proc
+        except (ProcessLookupError, psutil.Error):
             continue
-        for sig, wait_s in ((signal.SIGINT, 15), (signal.SIGTERM, 5), (signal.SIGKILL, 0)):
-            try:
-                os.killpg(pid, sig)
-            except ProcessLookupError:
+    try:
+        leader = psutil.Process(pgid)
+        found.update({c.pid: c for c in leader.children(recursive=True)})
+        found.setdefault(pgid, leader)
+    except psutil.Error:
+        pass
+    return [p for p in found.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def stop(escalation: tuple[tuple[int, float], ...] = ((signal.SIGINT, 15.0), (signal.SIGTERM, 10.0),
+                                                      (signal.SIGKILL, 5.0))) -> int:
+    """End every process `start` began, the leader's children included (Airflow's scheduler, triggerer and
+    executor workers outlive `airflow standalone` when it exits first, and ignore SIGTERM for a while): SIGINT,
+    then SIGTERM, then SIGKILL to whatever is left, each followed by a wait; says what it did. Exit 1 if anything
+    survived."""
+    import psutil
+
+    failed = False
+    for name in ("airflow", "mlflow"):
+        members = _members(name)
+        if not members:
+            (STACK / f"{name}.pid").unlink(missing_ok=True)
+            continue
+        total, used = len(members), []
+        for sig, wait_s in escalation:
+            for proc in members:
+                try:
+                    proc.send_signal(sig)
+                except psutil.Error:
+                    pass
+            used.append(signal.Signals(sig).name)
+            _, members = psutil.wait_procs(members, timeout=wait_s)
+            members = [p for p in members if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+            if not members:
                 break
-            deadline = time.time() + wait_s
-            while time.time() < deadline and _alive(name):
-                time.sleep(0.5)
-            if not _alive(name):
-                break
+        if members:
+            failed = True
+            print(f"could not stop {name}: process(es) {', '.join(str(p.pid) for p in members)} still running after "
+                  f"{', '.join(used)}")
+            continue
         (STACK / f"{name}.pid").unlink(missing_ok=True)
-        print(f"stopped {name} (process group {pid})")
-    return 0
+        print(f"stopped {name}: {total} process(es), with {' then '.join(used)}")
+    return 1 if failed else 0
 
 
 def status() -> int:
     for name in ("airflow", "mlflow"):
-        pid = _alive(name)
-        print(f"{name}: {'running, process group ' + str(pid) if pid else 'stopped'}")
+        members = _members(name)
+        print(f"{name}: {f'running, {len(members)} process(es)' if members else 'stopped'}")
     return 0
 
 

@@ -22,6 +22,8 @@ from controllers.base import ConfigError
 from controllers.types import RunContext
 from params.declare import ParamError, flag
 from params.run import RUN_SETTINGS
+from jobs.errors import InputError  # noqa: F401 (re-exported: callers import it from here)
+from jobs.recording.tracking_check import check_tracking_store
 from jobs.topology import Topology, TopologyError, load_topology
 from workloads import WorkloadError, WorkloadSpec, load_workload
 
@@ -32,10 +34,6 @@ def param_value(text: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError:
         return text
-
-
-class InputError(ValueError):
-    """Bad input: reported as one line, exit code 2, before anything is started."""
 
 
 @dataclass
@@ -105,13 +103,17 @@ class RunConfig:
                              f"(--master spark://host:port, see README 'Run on a cluster'); --master {self.master} "
                              "has none to add or remove")
         self._check_host_scaling(controller)
-        self.predictor = self._registered_predictor(controller.params)
         for name, path in (("--output-dir", self.output_dir), ("--summary-json", self.summary_json)):
             if path:
                 _check_writable(name, Path(path))
         check_java()
         if self.master:
             check_master(self.master)
+        from jobs.recording.recorder import default_tracking_uri
+
+        # last: the one check that waits on a service (up to its timeout); a registered predictor is read from it
+        check_tracking_store(self.tracking_uri or default_tracking_uri())
+        self.predictor = self._registered_predictor(controller.params)
         return self
 
     def _check_run_settings(self) -> None:

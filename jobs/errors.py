@@ -4,3 +4,7 @@
 class RunFailed(RuntimeError):
     """The run cannot go on (an induced failure, a broken invariant such as a gap in the events read, a cluster
     that cannot give the controller its initial executors)."""
+
+
+class InputError(ValueError):
+    """Bad input: reported as one line, exit code 2, before anything is started."""

@@ -23,6 +23,7 @@ import yaml  # noqa: E402
 import controllers  # noqa: E402
 import controllers.policy  # noqa: E402
 from jobs.config import InputError, RunConfig, param_value  # noqa: E402
+from jobs.recording.tracking_check import TrackingUnreachable  # noqa: E402
 from params.declare import flag  # noqa: E402
 from params.run import RUN_SETTINGS  # noqa: E402
 from workloads import catalogue_names  # noqa: E402
@@ -209,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         config = config_from_args(args).validate()
+    except TrackingUnreachable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -380,11 +381,58 @@ def load_workload(ref: str | Mapping[str, Any]) -> WorkloadSpec:
             )
         source = f"{path.name} (catalogue)"
     try:
-        raw = yaml.safe_load(path.read_text())
+        text = path.read_text()
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise WorkloadError(f"{source}:{at} is not valid YAML: {getattr(exc, 'problem', exc)}") from None
     except OSError as exc:
         raise WorkloadError(f"{source}: cannot be read: {exc.strerror}") from None
-    return parse_workload(raw, source=source)
+    try:
+        return parse_workload(raw, source=source)
+    except WorkloadError as exc:
+        line = line_of(str(exc), key_lines(yaml.compose(text)))
+        if line is None or not str(exc).startswith(f"{source}:"):
+            raise
+        raise WorkloadError(f"{source}, line {line}:{str(exc)[len(source) + 1:]}") from None
+
+
+def key_lines(node, prefix: str = "") -> dict[str, int]:
+    """Every key of a composed YAML document, as a path ('params.rate', 'streams[0].params.rate') -> 1-based line."""
+    out: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                path = f"{prefix}.{key.value}" if prefix else str(key.value)
+                out[path] = key.start_mark.line + 1
+                out.update(key_lines(value, path))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            out[f"{prefix}[{i}]"] = item.start_mark.line + 1
+            out.update(key_lines(item, f"{prefix}[{i}]"))
+    return out
+
+
+def line_of(message: str, lines: Mapping[str, int]) -> int | None:
+    """The line of the field an error message names: among the keys whose last part the message names before any
+    '; expected: ...' list, the one with most of its path named, quoted names counting double ("streams[1]: ...
+    parameter 'rate'" -> streams[1].params.rate, not streams[0]'s, nor 'profile'); None when it names no key."""
+    head = message.split(";", 1)[0]
+
+    def named(part: str) -> int:
+        if part.startswith("["):
+            return int(part in head)
+        if f"'{part}'" in head:
+            return 2
+        return int(re.search(rf"(?<!\w){re.escape(part)}(?!\w)", head) is not None)
+
+    best: tuple[int, int] | None = None
+    for path, line in lines.items():
+        parts = re.findall(r"\[\d+\]|[^.\[\]]+", path)
+        if not parts or parts[-1].startswith("[") or not named(parts[-1]):
+            continue
+        score = sum(named(p) for p in parts)
+        if best is None or score > best[0]:
+            best = (score, line)
+    return None if best is None else best[1]

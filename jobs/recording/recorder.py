@@ -22,6 +22,8 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.utils.mlflow_tags import MLFLOW_GIT_COMMIT, MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
+from jobs.recording.liveness import HEARTBEAT_S, Heartbeat, heartbeat_tags
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_STATE = REPO_ROOT / ".local"
 DEFAULT_EXPERIMENT = "elastic-streaming"
@@ -114,12 +116,13 @@ def ensure_experiment(client: MlflowClient, name: str, tracking_uri: str) -> str
 
 class RunRecorder:
     def __init__(self, tracking_uri: str, experiment: str, run_name: str, tags: Mapping[str, str],
-                 parent_run_id: str | None = None):
+                 parent_run_id: str | None = None, heartbeat_s: float = HEARTBEAT_S):
         if tracking_uri.startswith("sqlite:"):
             Path(tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         self.client = MlflowClient(tracking_uri=tracking_uri)
         self.experiment_id = ensure_experiment(self.client, experiment, tracking_uri)
-        all_tags = {MLFLOW_RUN_NAME: run_name, MLFLOW_GIT_COMMIT: git_revision(), **tags}
+        all_tags = {MLFLOW_RUN_NAME: run_name, MLFLOW_GIT_COMMIT: git_revision(), **tags,
+                    **heartbeat_tags(time.time())}
         if parent_run_id:
             all_tags[MLFLOW_PARENT_RUN_ID] = parent_run_id
         run = self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
@@ -131,6 +134,7 @@ class RunRecorder:
         self._thread = threading.Thread(target=self._drain, name="mlflow-metrics", daemon=True)
         self._thread.start()
         self._ended = False
+        self._heartbeat = Heartbeat(self.client, self.run_id, heartbeat_s)
 
     # ---- params and artifacts ---------------------------------------------------------------------------
     def log_params(self, params: Mapping[str, Any]) -> None:
@@ -194,6 +198,7 @@ class RunRecorder:
 
     # ---- end ------------------------------------------------------------------------------------------------
     def finish(self) -> None:
+        self._heartbeat.stop()
         self._stop_thread()
         self.client.set_terminated(self.run_id, "FINISHED")
         self._ended = True
@@ -202,6 +207,7 @@ class RunRecorder:
         if self._ended:
             return
         try:
+            self._heartbeat.stop()
             self._stop_thread(timeout=10)
             self.client.set_tag(self.run_id, "failure_reason", reason[:5000])
         finally:

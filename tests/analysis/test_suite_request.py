@@ -72,3 +72,28 @@ def test_the_nightly_suite_in_the_repository_is_valid_and_can_detect_a_differenc
 def test_variants_keep_commas_inside_mappings():
     assert parse_variant("static:degree=1,degrees={enrich: 3, sink: 2}") == (
         "static", ["degree=1", "degrees={enrich: 3, sink: 2}"])
+
+
+def test_a_suite_file_must_come_from_an_allowed_folder(tmp_path, monkeypatch):
+    """The nightly DAG's `suite` Param is typed by whoever triggers a run: it may name the project's suites, not any
+    file the workers can read ('..' and symbolic links are resolved first); a deployment allows other folders."""
+    import pytest
+
+    from analysis.orchestration import SUITE_DIRS_ENV, suite_file
+    from analysis.suite import SuiteError
+
+    monkeypatch.delenv(SUITE_DIRS_ENV, raising=False)
+    assert suite_file("suites/nightly.yaml").seeds == (1, 2, 3, 4)
+    own = tmp_path / "mine.yaml"
+    own.write_text("controllers: [static]\nworkloads: [step]\nseeds: [1]\n")
+    for outside in (str(own), "suites/../README.md", "/etc/passwd"):
+        with pytest.raises(SuiteError, match="is outside the folders suites may come from"):
+            suite_file(outside)
+    link = tmp_path / "allowed" / "link.yaml"
+    link.parent.mkdir()
+    link.symlink_to("/etc/passwd")
+    monkeypatch.setenv(SUITE_DIRS_ENV, str(tmp_path / "allowed"))
+    with pytest.raises(SuiteError, match="is outside"):
+        suite_file(str(link))
+    (tmp_path / "allowed" / "mine.yaml").write_text(own.read_text())
+    assert suite_file(str(tmp_path / "allowed" / "mine.yaml")).variants == ("static",)

@@ -255,7 +255,9 @@ def test_nightly_fails_with_a_listing_on_a_regression_and_passes_on_identical_re
     far_better = fabricate_suite(client, exp, {s: {"slo_attainment": 1.0, "cost_slot_seconds": 1.0 + s / 100,
                                                    "latency_p99_s": 0.1} for s in range(1, 9)})
     home = tmp_path / "airflow"
-    night = run_dag(home, "elastic_nightly_regression", {"suite": str(suite), "baseline_run_id": far_better}, uri)
+    allow = {"ELASTIC_SUITE_DIRS": str(tmp_path)}  # the deployment allows this folder besides suites/
+    night = run_dag(home, "elastic_nightly_regression", {"suite": str(suite), "baseline_run_id": far_better}, uri,
+                    extra_env=allow)
     assert_state(night, "failed")
     assert set(states(night, "run_case").values()) == {"success"}
     assert "REGRESSION static on step: cost_slot_seconds 1.045 ->" in task_failure(night, "compare")
@@ -267,7 +269,7 @@ def test_nightly_fails_with_a_listing_on_a_regression_and_passes_on_identical_re
                                                                   "latency_p99_s")}
         for r in client.search_runs([exp], f"tags.mlflow.parentRunId = '{tonight.info.run_id}'")})
     recheck = run_dag(home, "elastic_nightly_regression", {"suite": str(suite), "baseline_run_id": same,
-                                                           "suite_run_id": tonight.info.run_id}, uri)
+                                                           "suite_run_id": tonight.info.run_id}, uri, extra_env=allow)
     assert_state(recheck, "success")
     assert states(recheck, "run_case") in ({}, {-1: "skipped"}), "a re-check runs no Spark job"
     assert client.get_run(tonight.info.run_id).data.tags["nightly.verdict"] == "pass"

@@ -67,7 +67,9 @@ def test_credentials_only_come_from_the_users_env_file():
     assert used <= set(example), f"variables not documented in .env.example: {sorted(used - set(example))}"
     for secret in ("POSTGRES_PASSWORD", "AIRFLOW_ADMIN_PASSWORD", "AIRFLOW_FERNET_KEY", "AIRFLOW_JWT_SECRET"):
         assert f"${{{secret}:?" in COMPOSE_TEXT, f"{secret} must be required, never defaulted"
-        assert example[secret] == "change-me"
+        # empty in the example: `${X:?}` refuses an empty value as it refuses a missing one, so compose will not
+        # start from an unedited copy (a placeholder such as 'change-me' would have been accepted as the password)
+        assert example[secret] == "", f"{secret} must be empty in .env.example, got {example[secret]!r}"
     assert not re.search(r"(?i)password[\"']?\s*[:=]\s*[\"']?(?!\$)[\w-]{4,}", COMPOSE_TEXT.replace(
         "AIRFLOW_ADMIN_PASSWORD: ${", "")), "no literal password in docker-compose.yaml"
     for ignore in (".gitignore", ".dockerignore"):

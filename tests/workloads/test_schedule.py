@@ -119,6 +119,26 @@ def test_bad_yaml_file_reports_line(tmp_path):
         load_workload(str(path))
 
 
+@pytest.mark.parametrize("text, line, message", [
+    ("name: x\nprofile: nope\nduration_s: 10\n", 2, "unknown profile 'nope'"),
+    ("name: x\nprofile: constant\nparams: {rate: -5}\nduration_s: 10\n", 3, "parameter 'rate' must be >= 0.0"),
+    ("name: x\nprofile: constant\nparams: {rate: 5}\nduration_s: 10\ncolour: red\n", 5, "unknown field(s) colour"),
+    ("name: x\nstreams:\n  - {profile: constant, params: {rate: 5}}\n  - profile: constant\n"
+     "    params: {rate: -2}\nduration_s: 10\n", 5, "streams[1]: profile 'constant': parameter 'rate'"),
+    ("name: x\nprofile: constant\nparams: {rate: 5}\nduration_s: 10\nnoise: {step_s: 1}\n", 5,
+     "field 'noise' needs 'sigma'"),
+    ("name: x\nprofile: constant\nparams: {rate: 5}\nseed: -3\nduration_s: 10\n", 4, "field 'seed' must be >= 0"),
+])
+def test_a_bad_field_in_a_workload_file_is_named_with_its_line(tmp_path, text, line, message):
+    """The message names the file, the line of the offending field (the one in the right stream, not a field listed
+    among the expected ones) and the field."""
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    with pytest.raises(WorkloadError) as err:
+        load_workload(str(path))
+    assert str(err.value).startswith(f"{path}, line {line}: ") and message in str(err.value), str(err.value)
+
+
 def test_unknown_workload_name_lists_catalogue():
     with pytest.raises(WorkloadError, match="catalogue: .*step"):
         load_workload("nonesuch")
