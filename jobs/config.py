@@ -176,6 +176,8 @@ def _check_writable(name: str, path: Path) -> None:
     probe = parent
     while not probe.exists():
         probe = probe.parent
+    if not probe.is_dir():
+        raise InputError(f"{name}: cannot create {path}: {probe} is a file, not a folder")
     if not os.access(probe, os.W_OK):
         raise InputError(f"{name}: cannot write under {probe}")
 
