@@ -44,7 +44,8 @@ class Outcome:
     took_s: float
 
 
-def _closed_port() -> int:
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -242,10 +243,10 @@ def bad_input(what: str, args: list[str], files: dict[str, str], names: tuple[st
 def cases() -> list[tuple[str, Callable[[Path], Outcome]]]:
     return [
         ("MLflow server down at start",
-         _store_down("MLflow server down at start", lambda d: f"http://127.0.0.1:{_closed_port()}")),
+         _store_down("MLflow server down at start", lambda d: f"http://127.0.0.1:{closed_port()}")),
         ("PostgreSQL tracking store down at start",
          _store_down("PostgreSQL tracking store down at start",
-                     lambda d: f"postgresql+psycopg2://mlflow:secret@127.0.0.1:{_closed_port()}/mlflow")),
+                     lambda d: f"postgresql+psycopg2://mlflow:secret@127.0.0.1:{closed_port()}/mlflow")),
         ("SQLite store where no folder can be made",
          _store_down("SQLite store where no folder can be made", _sqlite_blocked)),
         ("recording process killed (SIGKILL)", killed_process),

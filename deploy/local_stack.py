@@ -100,6 +100,20 @@ Stop with: make airflow-stop""")
     return 0 if ok_mlflow and ok_airflow else 1
 
 
+def _live(procs) -> list:
+    """Those still running (a zombie has exited; only its parent's wait is missing)."""
+    import psutil
+
+    live = []
+    for proc in procs:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                live.append(proc)
+        except psutil.Error:
+            continue
+    return live
+
+
 def _members(name: str) -> list:
     """Every live process `start` began for `name`: its process group (the leader and whatever it started, even
     after the leader exited and they were re-parented to init) and the leader's descendants that left the group."""
@@ -112,7 +126,7 @@ def _members(name: str) -> list:
     found: dict[int, psutil.Process] = {}
     for proc in psutil.process_iter():
         try:
-            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+            if os.getpgid(proc.pid) == pgid:
                 found[proc.pid] = proc
         except (ProcessLookupError, psutil.Error):
             continue
@@ -122,7 +136,7 @@ def _members(name: str) -> list:
         found.setdefault(pgid, leader)
     except psutil.Error:
         pass
-    return [p for p in found.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    return _live(found.values())
 
 
 def stop(escalation: tuple[tuple[int, float], ...] = ((signal.SIGINT, 15.0), (signal.SIGTERM, 10.0),
@@ -148,7 +162,7 @@ def stop(escalation: tuple[tuple[int, float], ...] = ((signal.SIGINT, 15.0), (si
                     pass
             used.append(signal.Signals(sig).name)
             _, members = psutil.wait_procs(members, timeout=wait_s)
-            members = [p for p in members if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+            members = _live(members)
             if not members:
                 break
         if members:

@@ -23,6 +23,7 @@ from controllers.types import RunContext
 from params.declare import ParamError, flag
 from params.run import RUN_SETTINGS
 from jobs.errors import InputError  # noqa: F401 (re-exported: callers import it from here)
+from jobs.paths import first_existing
 from jobs.recording.tracking_check import check_tracking_store
 from jobs.topology import Topology, TopologyError, load_topology
 from workloads import WorkloadError, WorkloadSpec, load_workload
@@ -172,10 +173,7 @@ class RunConfig:
 
 
 def _check_writable(name: str, path: Path) -> None:
-    parent = path if name == "--output-dir" else path.parent
-    probe = parent
-    while not probe.exists():
-        probe = probe.parent
+    probe = first_existing(path if name == "--output-dir" else path.parent)
     if not probe.is_dir():
         raise InputError(f"{name}: cannot create {path}: {probe} is a file, not a folder")
     if not os.access(probe, os.W_OK):

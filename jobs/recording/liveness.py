@@ -46,8 +46,8 @@ class Heartbeat:
         self._thread.join(timeout=5)
 
 
-def stale_runs(runs, now_s: float, stale_after_s: float = STALE_AFTER_S) -> list[tuple[str, float]]:
-    """(run id, last heartbeat) of the RUNNING runs among `runs` (MLflow Run objects) whose heartbeat is too old."""
+def stale_runs(runs, now_s: float, stale_after_s: float = STALE_AFTER_S) -> list[tuple[object, float]]:
+    """(run, last heartbeat) of the RUNNING runs among `runs` (MLflow Run objects) whose heartbeat is too old."""
     found = []
     for run in runs:
         beat = run.data.tags.get(HEARTBEAT_TAG)
@@ -58,7 +58,7 @@ def stale_runs(runs, now_s: float, stale_after_s: float = STALE_AFTER_S) -> list
         except ValueError:
             continue
         if now_s - last > stale_after_s:
-            found.append((run.info.run_id, last))
+            found.append((run, last))
     return found
 
 
@@ -70,9 +70,9 @@ def reap_dead_runs(client, experiment_ids: list[str], now_s: float | None = None
     running = client.search_runs(experiment_ids, filter_string=f"{clause} and {filter_string}" if filter_string
                                  else clause, max_results=1000)
     reaped = []
-    for run_id, last in stale_runs(running, now_s, stale_after_s):
+    for run, last in stale_runs(running, now_s, stale_after_s):
+        run_id, tags = run.info.run_id, run.data.tags
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(last))
-        tags = client.get_run(run_id).data.tags
         where = f"process {tags.get('liveness.pid', '?')} on {tags.get('liveness.host', '?')}"
         client.set_tag(run_id, "failure_reason",
                        f"no heartbeat since {since} ({now_s - last:.0f} s, more than {stale_after_s:g} s): its "

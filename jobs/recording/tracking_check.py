@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from jobs.errors import InputError
+from jobs.paths import first_existing
 
 TIMEOUT_S = 5.0  # the project's choice: long enough for a slow network, short enough to fail before a user waits
 DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
@@ -35,7 +36,7 @@ class TrackingUnreachable(InputError):
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, urllib.error.URLError):
         exc = exc.reason if isinstance(exc.reason, BaseException) else exc
-    if isinstance(exc, (TimeoutError, socket.timeout)):
+    if isinstance(exc, TimeoutError):  # socket.timeout is TimeoutError since Python 3.10
         return "no answer"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror.lower()
@@ -79,10 +80,10 @@ def check_tracking_store(uri: str, timeout_s: float = TIMEOUT_S) -> None:
         db = sqlite_path(uri)
         if db is None:
             return
-        folder = next((p for p in (db.parent, *db.parent.parents) if p.exists()), None)
-        if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK):
+        folder = first_existing(db.parent)
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
             raise TrackingUnreachable(f"tracking store {uri}: cannot create or write {db.parent} "
-                                      f"({'not a folder' if folder is not None and not folder.is_dir() else 'not writable'}): "
+                                      f"({'not writable' if folder.is_dir() else 'not a folder'}): "
                                       f"choose another with --tracking-uri / MLFLOW_TRACKING_URI")
         if db.exists() and not os.access(db, os.W_OK):
             raise TrackingUnreachable(f"tracking store {uri}: {db} is not writable: choose another with "

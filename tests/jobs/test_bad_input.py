@@ -90,7 +90,7 @@ def test_a_bad_policy_file_names_the_file_line_and_rule_before_anything_starts(t
 
 def test_an_unreachable_tracking_store_exits_4_in_one_line_before_anything_starts(tmp_path, capsys):
     """MLflow's client would retry for about two minutes and then fail after Spark started; the check answers first."""
-    from tests.jobs.test_tracking_check import closed_port
+    from benchmarks.faults import closed_port
 
     uri = f"http://127.0.0.1:{closed_port()}"
     code, err = run_main(["--controller", "static", "--tracking-uri", uri, "--output-dir", str(tmp_path / "job")],

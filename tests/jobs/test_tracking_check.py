@@ -7,14 +7,8 @@ import threading
 
 import pytest
 
+from benchmarks.faults import closed_port
 from jobs.recording.tracking_check import TrackingUnreachable, check_tracking_store
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture()
