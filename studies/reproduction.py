@@ -10,8 +10,8 @@ The page is generated, never typed: a claim's measurement comes from the latest 
 `claim=<id>` (kind=reproduction) in the MLflow store, and is then kept as the claim's record beside the page
 (docs/reproduction/<claim>.json, studies/claim_records.py), so a fresh clone, whose store is empty, still shows what
 was measured, when and where; a claim with neither a suite nor a record says it was not run, and the command that
-runs it. A claim whose controller does not exist yet says which issue brings it. Every suite's parent run records the machine it ran on (studies/provenance.py); the page
-says when and where its figures were measured.
+runs it. A claim whose controller does not exist yet says which issue brings it. Every suite's parent run records
+the machine it ran on (studies/provenance.py); the page says when and where its figures were measured.
 """
 from __future__ import annotations
 
