@@ -1,0 +1,191 @@
+"""Search a controller's settings for a workload in the plant model, before spending Spark minutes on them.
+
+    python -m analysis.tuning space threshold                          # what a study of threshold searches
+    python -m analysis.tuning space threshold --range cooldown_s=2:30 --set guards=false
+    python -m jobs.calibrate                                           # the job's costs (once per machine/topology)
+    python -m analysis.tuning screen threshold --workload step --calibration .local/calibration/oracle.yaml
+    python -m analysis.tuning screen ds2 --workload autoscale-paper --calibration <calibration run id> \\
+        --trials 80 --seeds 1,2,3 --sampler both
+
+`screen` prints the best configurations it found (as suite variants: paste them into `--variant`, a suite file or
+the experiment DAG's controllers to confirm them on Spark), the controller's defaults and the oracle on the same
+plant for reference. Exit codes: 0 done, 2 bad input (nothing ran).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from analysis.tuning.screening import SAMPLERS, Screened, best_so_far, evaluate, ranked, screen
+from analysis.tuning.space import SearchSpace, SpaceError, build_space
+from params.run import RUN_SETTINGS
+from simulator.calibration import Calibration, CalibrationError
+from simulator.evaluate import simulate_configuration
+from workloads import Schedule, WorkloadError, load_workload
+
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+CALIBRATION_ARTIFACT = "calibration/oracle.yaml"  # where jobs.calibrate logs its result on the calibration run
+
+
+def load_calibration(ref: str, tracking_uri: str | None) -> Calibration:
+    """A calibration file, or the MLflow run id of a calibration (its artifact calibration/oracle.yaml)."""
+    if Path(ref).exists():
+        return Calibration.from_file(Path(ref))
+    if not RUN_ID.match(ref):
+        raise CalibrationError(f"--calibration {ref!r}: no such file, and not an MLflow run id")
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    from jobs.recording.recorder import default_tracking_uri
+
+    client = MlflowClient(tracking_uri or default_tracking_uri())
+    try:
+        run = client.get_run(ref)
+    except MlflowException:
+        raise CalibrationError(f"--calibration {ref}: no such run in {client.tracking_uri}") from None
+    if run.data.tags.get("kind") != "calibration":
+        raise CalibrationError(f"--calibration {ref}: run is not a calibration (tag kind = "
+                               f"{run.data.tags.get('kind')!r}; make one with python -m jobs.calibrate)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = client.download_artifacts(ref, CALIBRATION_ARTIFACT, tmp)
+        calibration = Calibration.from_file(Path(path))
+    return Calibration(**{**calibration.__dict__, "run_id": ref, "source": f"calibration run {ref}"})
+
+
+def _space(args) -> SearchSpace:
+    return build_space(args.controller, args.range, args.set)
+
+
+def cmd_space(args) -> int:
+    space = _space(args)
+    print(f"{args.controller}: {len(space.dimensions)} searched parameter(s)")
+    print("\n".join(space.describe()))
+    return 0
+
+
+def _row(s: Screened, oracle_cost: float, slo_target: float) -> str:
+    ratio = f"{s.cost_slot_seconds / oracle_cost:5.2f}" if oracle_cost > 0 else "    —"
+    mark = "" if s.feasible(slo_target) else "  (misses the SLO target)"
+    return (f"  {s.cost_slot_seconds:9.1f}  {ratio}  {100 * s.slo_attainment:6.1f}%  {s.latency_p95_s:6.2f}  "
+            f"{s.scaling_actions:6.1f}  {s.label}{mark}")
+
+
+def cmd_screen(args) -> int:
+    space = _space(args)
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        raise SpaceError(f"--seeds {args.seeds!r}: expected integers separated by commas") from None
+    if not seeds:
+        raise SpaceError("--seeds: at least one seed")
+    for flag, value in (("--trials", args.trials), ("--top", args.top)):
+        if value < 1:
+            raise SpaceError(f"{flag} must be >= 1, got {value}")
+    for key in ("slo_latency_s", "slo_target", "trigger_s", "max_degree"):
+        RUN_SETTINGS[key].check("run settings", key, getattr(args, key))
+    spec = load_workload(args.workload)
+    schedules = [Schedule(spec.with_overrides(duration_s=args.duration, seed=seed)) for seed in seeds]
+    from jobs.topology import load_topology
+
+    operators = load_topology(args.topology).names
+    calibration = load_calibration(args.calibration, args.tracking_uri)
+    plant = calibration.plant(operators, args.trigger_s, args.max_degree)
+    settings = dict(slo_latency_s=args.slo_latency_s, slo_target=args.slo_target)
+
+    oracle_costs = [simulate_configuration("oracle", calibration.oracle_params(), s, plant, knows_schedule=True,
+                                           **settings).cost_slot_seconds for s in schedules]
+    oracle_cost = sum(oracle_costs) / len(oracle_costs)
+    defaults = evaluate(args.controller, dict(space.fixed), schedules, plant, **settings)
+    print(f"screening {args.controller} on {spec.name} ({spec.duration_s if args.duration is None else args.duration:g}"
+          f" s, seeds {','.join(map(str, seeds))}) in the plant model calibrated by {calibration.source}"
+          f"{' (run ' + calibration.run_id + ')' if calibration.run_id else ''}: trigger {args.trigger_s:g} s, "
+          f"{plant.slots} slots, batch overhead {plant.batch_overhead_s:.3f} s; SLO {args.slo_latency_s:g} s for "
+          f"{100 * args.slo_target:g} % of events")
+    header = "  cost slot-s  ÷orac     SLO   p95 s  actions  configuration"
+    curves, results = {}, {}
+    for sampler in (SAMPLERS if args.sampler == "both" else (args.sampler,)):
+        started = time.perf_counter()
+        name = args.study_name if args.study_name is None or args.sampler != "both" else f"{args.study_name}-{sampler}"
+        study = screen(space, schedules, plant, trials=args.trials, sampler=sampler, seed=args.seed,
+                       storage=args.storage, study_name=name, **settings)
+        took = time.perf_counter() - started
+        curves[sampler], results[sampler] = best_so_far(study, args.slo_target), ranked(study, space, args.slo_target)
+        print(f"\n{sampler}: {len(study.trials)} trials in {took:.1f} s; the best {args.top}:")
+        print(header)
+        for s in results[sampler][:args.top]:
+            print(_row(s, oracle_cost, args.slo_target))
+    print("\nreference:")
+    print(header)
+    print(_row(defaults, oracle_cost, args.slo_target).replace(defaults.label, f"{defaults.label} (defaults)"))
+    print(f"  {oracle_cost:9.1f}   1.00  (oracle: knows the schedule and the plant's costs; the least cost)")
+    if len(curves) == 2:
+        print("\nleast feasible cost after n trials (tpe / random):")
+        for n in sorted({min(args.trials, k) for k in (10, 20, 40, args.trials)}):
+            print(f"  {n:4d}: " + " / ".join(f"{curves[s][n - 1]:.1f}" for s in SAMPLERS))
+    first = next(iter(results.values()))
+    chosen = [s.label for s in first[:args.top] if s.feasible(args.slo_target)]
+    if chosen:
+        conf = {"controllers": [*chosen, defaults.label], "workloads": [spec.name], "seeds": seeds}
+        print("\nconfirm on Spark (the experiment DAG's trigger form, or airflow dags trigger elastic_experiment "
+              f"--conf ...):\n  {json.dumps(conf)}")
+    else:
+        print(f"\nno configuration met the SLO target in the plant model: widen the space or raise --trials")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m analysis.tuning", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n", 1)[1])
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, help_text in (("space", "print the search space of a controller"),
+                            ("screen", "search a controller's settings in the calibrated plant model")):
+        s = sub.add_parser(name, help=help_text)
+        s.add_argument("controller")
+        s.add_argument("--range", action="append", default=[], metavar="NAME=LOW:HIGH[:log] | NAME=A|B",
+                       help="search NAME over this range or these values instead of its declared range")
+        s.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                       help="fix NAME at VALUE in every trial")
+    s = sub.choices["screen"]
+    s.add_argument("--workload", required=True, help="catalogue name or YAML file")
+    s.add_argument("--calibration", required=True,
+                   help="the YAML python -m jobs.calibrate wrote, or the MLflow run id of a calibration")
+    s.add_argument("--tracking-uri", default=None, help="where the calibration run is (default: the project's store)")
+    s.add_argument("--topology", default="default", help="the topology the calibration measured")
+    s.add_argument("--seeds", default="1,2,3", help="workload seeds every trial runs, comma-separated (1,2,3)")
+    s.add_argument("--duration", type=float, default=None, help="seconds of workload (default: its own length)")
+    s.add_argument("--trials", type=int, default=60)
+    s.add_argument("--sampler", default="tpe", choices=(*SAMPLERS, "both"),
+                   help="Optuna's TPE, random search, or both with the same budget (a comparison)")
+    s.add_argument("--seed", type=int, default=1, help="the sampler's seed")
+    s.add_argument("--top", type=int, default=3, help="configurations to print (and to confirm on Spark)")
+    s.add_argument("--storage", default=None,
+                   help="Optuna storage URL (e.g. sqlite:///.local/tuning.db): a study of the same --study-name resumes")
+    s.add_argument("--study-name", default=None)
+    for key, flag in (("slo_latency_s", "--slo-latency"), ("slo_target", "--slo-target"), ("trigger_s", "--trigger"),
+                      ("max_degree", "--max-degree")):
+        declared = RUN_SETTINGS[key]
+        s.add_argument(flag, dest=key, type=declared.kind, default=declared.default,
+                       help=f"{declared.doc} (default {declared.default})")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return cmd_space(args) if args.command == "space" else cmd_screen(args)
+    except (SpaceError, CalibrationError, WorkloadError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a run setting out of its declared bounds (params.declare.ParamError)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The job's measured costs, as `python -m jobs.calibrate` records them, turned into a plant model of that job.
+
+Why a calibration and not the topology's declared costs: a declared cost says what an operator is asked to do (an
+emulated lookup of 150 µs), a calibration says what it took on the machine the runs use, with Spark's per-batch and
+per-task overheads, which dominate at low load. A simulated trial is only worth screening with when its costs come
+from the job it stands for, so a tuning study names the calibration it used (its MLflow run id).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+from controllers.cost_model import OperatorModel
+from simulator.plant import PlantConfig
+
+
+class CalibrationError(ValueError):
+    """A calibration that cannot be used; the message names the field and where it came from."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    service_s: Mapping[str, float]
+    selectivity: Mapping[str, float]
+    task_overhead_s: float
+    batch_overhead_s: float
+    slots: int
+    run_id: str = ""
+    source: str = "<params>"
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], source: str = "<params>") -> "Calibration":
+        """From the oracle parameters jobs.calibrate writes (service_s, selectivity, task_overhead_s,
+        batch_overhead_s, slots, calibration_run)."""
+        def number(key: str, minimum: float = 0.0) -> float:
+            value = params.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+                raise CalibrationError(f"{source}: field {key!r} must be a number >= {minimum:g}, got {value!r}")
+            return float(value)
+
+        service = params.get("service_s")
+        if not isinstance(service, Mapping) or not service:
+            raise CalibrationError(f"{source}: field 'service_s' must map each operator to its seconds per record, "
+                                   f"got {service!r}")
+        for op, value in service.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise CalibrationError(f"{source}: field service_s[{op!r}] must be a number >= 0, got {value!r}")
+        selectivity = params.get("selectivity") or {}
+        if not isinstance(selectivity, Mapping):
+            raise CalibrationError(f"{source}: field 'selectivity' must map operators to numbers, got {selectivity!r}")
+        slots = params.get("slots", 0)
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise CalibrationError(f"{source}: field 'slots' must be an integer >= 1 (the task slots the "
+                                   f"calibration ran with), got {slots!r}")
+        return cls({str(k): float(v) for k, v in service.items()},
+                   {str(k): float(v) for k, v in selectivity.items()}, number("task_overhead_s"),
+                   number("batch_overhead_s"), slots, str(params.get("calibration_run", "")), source)
+
+    @classmethod
+    def from_file(cls, path: Path) -> "Calibration":
+        """The YAML jobs.calibrate writes ({controller: oracle, params: {...}}) or its params alone."""
+        try:
+            raw = yaml.safe_load(Path(path).read_text())
+        except OSError as exc:
+            raise CalibrationError(f"{path}: cannot read the calibration ({exc.strerror})") from None
+        except yaml.YAMLError as exc:
+            raise CalibrationError(f"{path}: not YAML ({exc})") from None
+        if isinstance(raw, Mapping) and isinstance(raw.get("params"), Mapping):
+            raw = raw["params"]
+        if not isinstance(raw, Mapping):
+            raise CalibrationError(f"{path}: expected the mapping jobs.calibrate writes, got {type(raw).__name__}")
+        return cls.from_params(raw, source=str(path))
+
+    def check_operators(self, operators: Sequence[str]) -> None:
+        """The calibration must have measured exactly the topology it stands for."""
+        missing = [op for op in operators if op not in self.service_s]
+        extra = sorted(set(self.service_s) - set(operators))
+        if missing or extra:
+            raise CalibrationError(
+                f"{self.source}: calibrated on operators {', '.join(self.service_s)}, but the topology has "
+                f"{', '.join(operators)} (measured on another topology: run python -m jobs.calibrate for this one)")
+
+    def plant(self, operators: Sequence[str], trigger_s: float, max_degree: int) -> PlantConfig:
+        self.check_operators(operators)
+        models = tuple(OperatorModel(op, self.service_s[op], self.selectivity.get(op, 1.0), self.task_overhead_s)
+                       for op in operators)
+        return PlantConfig(models, trigger_interval_s=trigger_s, slots=self.slots,
+                           batch_overhead_s=self.batch_overhead_s, max_degree=max_degree)
+
+    def oracle_params(self) -> dict[str, Any]:
+        """The oracle's configuration on this calibration, told the plant's exact costs (headroom 1)."""
+        return {"service_s": dict(self.service_s), "selectivity": dict(self.selectivity),
+                "task_overhead_s": self.task_overhead_s, "batch_overhead_s": self.batch_overhead_s,
+                "slots": self.slots, "headroom": 1.0, "calibration_run": self.run_id}

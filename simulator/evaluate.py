@@ -1,0 +1,53 @@
+"""One configuration on one workload, in the plant model instead of on Spark: the figures a run's summary has.
+
+The same controller object a Spark run builds (controllers.build_controller, bound to the run's trigger and SLO)
+steers the plant through the same ControlLoop, so a screened configuration is the configuration that will be
+confirmed on Spark, not a re-implementation of it. Cost is slot-seconds (Σ degrees × time), SLO attainment the
+share of events whose latency from its scheduled arrival is within the objective: the definitions of the run
+summary (jobs.recording), so simulated and measured figures can be compared one to one.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from controllers import ControlLoop, RunContext, build_controller
+from simulator.plant import PlantConfig, simulate
+from workloads import Schedule
+
+
+@dataclass(frozen=True)
+class SimulatedRun:
+    cost_slot_seconds: float
+    slo_attainment: float
+    latency_p95_s: float
+    latency_p99_s: float
+    scaling_actions: int
+    batches: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def simulate_configuration(controller: str, params: Mapping[str, Any], schedule: Schedule, plant: PlantConfig, *,
+                           slo_latency_s: float, slo_target: float = 0.95, duration_s: float | None = None,
+                           knows_schedule: bool = False) -> SimulatedRun:
+    """`controller` with `params` on the plant for the schedule's workload (its whole duration unless given).
+
+    knows_schedule: bind the schedule into the controller's context, as a Spark run does for the oracle only."""
+    operators = tuple(op.name for op in plant.operators)
+    ctl = build_controller(controller, params, operators, plant.max_degree)
+    ctl.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=slo_latency_s, slo_target=slo_target,
+                        max_degree=plant.max_degree, schedule=schedule if knows_schedule else None))
+    run = simulate(plant, schedule, ControlLoop(ctl), schedule.spec.duration_s if duration_s is None else duration_s)
+    latencies = run.latencies()
+    if latencies.size == 0:
+        return SimulatedRun(run.slot_seconds, 1.0, 0.0, 0.0, 0, 0)
+    return SimulatedRun(cost_slot_seconds=float(run.slot_seconds),
+                        slo_attainment=float(np.mean(latencies <= slo_latency_s)),
+                        latency_p95_s=float(np.percentile(latencies, 95)),
+                        latency_p99_s=float(np.percentile(latencies, 99)),
+                        scaling_actions=sum(1 for d in run.decisions if d.changed),
+                        batches=len(run.batches))

@@ -1,0 +1,135 @@
+"""Tuning: the search space from the controllers' declarations (and every way a user can get it wrong, each an error
+before any trial), the screening study in the calibrated plant model, and the command a user types."""
+import optuna
+import pytest
+import yaml
+
+import controllers
+from analysis.tuning.__main__ import main as tuning_main
+from analysis.tuning.screening import best_so_far, evaluate, ranked, screen
+from analysis.tuning.space import SpaceError, build_space
+from params.declare import Choices, SearchRange
+from simulator.calibration import Calibration
+from workloads import Schedule, load_workload
+
+OPS = ("parse", "enrich", "aggregate", "sink")
+CALIBRATION = {"service_s": {"parse": 1e-5, "enrich": 1.6e-4, "aggregate": 1.5e-5, "sink": 5e-6},
+               "selectivity": {op: 1.0 for op in OPS}, "task_overhead_s": 0.01, "batch_overhead_s": 0.3, "slots": 4,
+               "calibration_run": "0123"}
+SLO = dict(slo_latency_s=5.0, slo_target=0.95)
+
+
+def test_the_space_is_the_controllers_own_declarations():
+    space = build_space("threshold")
+    assert dict(space.dimensions) == controllers.base.search_space_of("threshold")
+    assert space.dimensions["cooldown_s"] == SearchRange(0.0, 60.0)
+    assert space.dimensions["step"] == Choices(("ratio", "one"))
+    assert space.defaults()["cooldown_s"] == 10.0 and space.fixed == {}
+
+
+def test_a_study_narrows_widens_and_fixes_parameters():
+    space = build_space("ds2", ["scale_down_delay_s=5:120:log", "window_batches=2:6", "initial_degree=1:4",
+                                "guards=true"], ["target_utilization=0.8"])
+    assert space.dimensions["scale_down_delay_s"] == SearchRange(5.0, 120.0, log=True)
+    assert space.dimensions["window_batches"] == SearchRange(2, 6)
+    assert space.dimensions["initial_degree"] == SearchRange(1, 4), "a declared but untuned parameter can be searched"
+    assert space.dimensions["guards"] == Choices((True,))
+    assert "target_utilization" not in space.dimensions and space.fixed == {"target_utilization": 0.8}
+    lows = {k: d.values[0] if isinstance(d, Choices) else d.low for k, d in space.dimensions.items()}
+    values = space.suggest(optuna.trial.FixedTrial(lows))
+    assert values["target_utilization"] == 0.8 and isinstance(values["window_batches"], int)
+    assert values["guards"] is True
+
+
+@pytest.mark.parametrize("controller, ranges, fixed, message", [
+    ("nope", [], [], "unknown controller 'nope'; controllers with tunable parameters: autoscale, ds2"),
+    ("static", [], [], "controller 'static' declares no tunable parameter"),
+    ("ds2", ["cooldown=1:2"], [], "--range 'cooldown=1:2': unknown parameter 'cooldown'; parameters: "
+                                  "scale_down_delay_s"),
+    ("ds2", ["scale_down_delay_s=30:5"], [], "search range [30.0, 5.0] is empty or inverted"),
+    ("ds2", ["scale_down_delay_s=5:5"], [], "search range [5.0, 5.0] is empty or inverted"),
+    ("ds2", ["catch_up_s=0:10:log"], [], "a log-scale search range needs low > 0"),
+    ("threshold", ["scale_up_ratio=-1:2"], [], "parameter 'scale_up_ratio' must be >= 0.0, got -1.0"),
+    ("ds2", ["window_batches=1.5:4"], [], "window_batches is an integer parameter"),
+    ("ds2", ["window_batches=1-4"], [], "expected LOW:HIGH or LOW:HIGH:log"),
+    ("threshold", ["step=ratio|double"], [], "parameter 'step' must be one of ratio, one, got 'double'"),
+    ("static", ["degrees=1:3"], [], "a per-operator parameter is not searched"),
+    ("threshold", [], ["cooldown_s=-1"], "--set cooldown_s: controller 'threshold': parameter 'cooldown_s' must be >= 0"),
+    ("seep-detector", [], [f"{k}=1" for k in controllers.base.search_space_of("seep-detector")],
+     "the search space is empty"),
+])
+def test_a_bad_space_is_one_error_naming_it(controller, ranges, fixed, message):
+    with pytest.raises(SpaceError) as err:
+        build_space(controller, ranges, fixed)
+    assert message in str(err.value)
+
+
+@pytest.fixture(scope="module")
+def plant():
+    return Calibration.from_params(CALIBRATION).plant(OPS, 2.0, 8)
+
+
+@pytest.fixture(scope="module")
+def schedules():
+    spec = load_workload("autoscale-paper")
+    return [Schedule(spec.with_overrides(duration_s=60, seed=s)) for s in (1, 2)]
+
+
+def test_screening_finds_a_cheaper_feasible_ds2_than_its_defaults_and_is_seeded(plant, schedules):
+    space = build_space("ds2")
+    study = screen(space, schedules, plant, trials=25, seed=3, **SLO)
+    assert len(study.trials) == 25
+    assert study.trials[0].user_attrs["params"] == space.defaults(), "the defaults are trial 0"
+    best = ranked(study, space, SLO["slo_target"])[0]
+    defaults = evaluate("ds2", {}, schedules, plant, **SLO)
+    assert best.slo_attainment >= 0.95 and defaults.slo_attainment >= 0.95
+    assert best.cost_slot_seconds < 0.95 * defaults.cost_slot_seconds, (best, defaults)
+    assert best_so_far(study, 0.95)[-1] == best.cost_slot_seconds
+    again = screen(space, schedules, plant, trials=25, seed=3, **SLO)
+    assert ranked(again, space, 0.95)[0].params == best.params, "same seed, same study"
+
+
+def test_a_configuration_that_breaks_a_rule_is_pruned_with_the_rule(plant, schedules):
+    space = build_space("threshold", ["scale_up_ratio=0.2:0.6", "scale_down_ratio=0.3:0.6"], ["guards=false"])
+    study = screen(space, schedules[:1], plant, trials=12, seed=1, **SLO)
+    pruned = [t for t in study.trials if t.state == optuna.trial.TrialState.PRUNED]
+    assert pruned and all("scale_down_ratio" in t.user_attrs["invalid"] and "must be below scale_up_ratio"
+                          in t.user_attrs["invalid"] for t in pruned)
+
+
+def test_a_stored_study_resumes_and_refuses_another_space(plant, schedules, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'tuning.db'}"
+    space = build_space("threshold", [], ["guards=false"])
+    screen(space, schedules[:1], plant, trials=3, storage=storage, study_name="s", **SLO)
+    resumed = screen(space, schedules[:1], plant, trials=2, storage=storage, study_name="s", **SLO)
+    assert len(resumed.trials) == 5
+    with pytest.raises(SpaceError, match="study 's' in .* searched another space"):
+        screen(build_space("threshold"), schedules[:1], plant, trials=1, storage=storage, study_name="s", **SLO)
+
+
+def test_the_command_prints_the_space_and_screens_from_a_calibration_file(tmp_path, capsys):
+    assert tuning_main(["space", "threshold", "--range", "cooldown_s=2:30"]) == 0
+    assert "cooldown_s           float [2, 30]" in capsys.readouterr().out
+    calibration = tmp_path / "oracle.yaml"
+    calibration.write_text(yaml.safe_dump({"controller": "oracle", "params": CALIBRATION}))
+    code = tuning_main(["screen", "threshold", "--workload", "step", "--duration", "40", "--seeds", "1",
+                        "--calibration", str(calibration), "--trials", "6", "--sampler", "both", "--top", "2"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "tpe: 6 trials" in out and "random: 6 trials" in out and "threshold (defaults)" in out
+    assert "(oracle: knows the schedule" in out and "confirm on Spark" in out and '"workloads": ["step"]' in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["space", "static"], "declares no tunable parameter"),
+    (["screen", "ds2", "--workload", "step", "--calibration", "nowhere.yaml"], "no such file, and not an MLflow run"),
+    (["screen", "ds2", "--workload", "nope", "--calibration", "x"], "nope"),
+    (["screen", "ds2", "--workload", "step", "--calibration", "x", "--trials", "0"], "--trials must be >= 1"),
+    (["screen", "ds2", "--workload", "step", "--calibration", "x", "--slo-target", "1.5"], "slo_target"),
+])
+def test_bad_input_is_exit_2_and_one_line_before_any_trial(argv, message, capsys, tmp_path, monkeypatch):
+    (tmp_path / "x").write_text(yaml.safe_dump({"params": CALIBRATION}))
+    monkeypatch.chdir(tmp_path)
+    assert tuning_main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
