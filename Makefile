@@ -19,8 +19,14 @@ setup: $(STAMP)  ## create .venv with the pinned dependencies
 demo: setup  ## run the demo experiment (3 controller variants x 60 s on local Spark), print the comparison
 	$(BIN)/python -m analysis.demo
 
-test: setup  ## run the test suite (unit + integration on real local Spark and MLflow)
-	$(BIN)/python -m pytest
+# Two phases: the modules that only check what happened run two at a time (a Spark test mostly waits for its replay
+# in real time), each module whole on one process (--dist loadfile: a module's runs are made once); the `timing`
+# modules, which check how many batches ran or when an action came, run alone afterwards. Both phases always run;
+# the target fails if either did.
+test: setup  ## run the test suite (unit + integration on real local Spark, Airflow and MLflow)
+	@$(BIN)/python -m pytest -n 2 --dist loadfile -m "not timing"; first=$$?; \
+	$(BIN)/python -m pytest -m timing; second=$$?; \
+	test $$first -eq 0 -a $$second -eq 0
 
 bench: setup  ## run the benchmarks (docs/benchmarks.md); never together with another heavy job
 	$(BIN)/python -m benchmarks.workloads

@@ -1,7 +1,9 @@
 """Test set-up shared by every folder: the repository on sys.path, the shared fixtures, and the `spark` marker.
 
 A module that runs real Spark says so with `pytestmark = pytest.mark.spark`; without Java such tests are skipped
-with that reason, so a machine without Java still runs everything else.
+with that reason, so a machine without Java still runs everything else. A module whose checks depend on how fast its
+run went (how many batches ran, when an action came) is also marked `timing`: `make test` runs the other modules two
+at a time and these alone, afterwards (Makefile).
 """
 import os
 import shutil

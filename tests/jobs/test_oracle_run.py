@@ -9,7 +9,9 @@ from mlflow.artifacts import download_artifacts
 from jobs.calibrate import main as calibrate_main
 from tests.support import run_cli
 
-pytestmark = pytest.mark.spark
+# timing: the step is sized from a calibration measured moments before; another run beside it would change the costs
+# in between
+pytestmark = [pytest.mark.spark, pytest.mark.timing]
 
 OPS = ("parse", "enrich", "aggregate", "sink")
 TRIGGER_S, STEP_S, DURATION_S = 4.0, 10.0, 22.0
