@@ -14,6 +14,7 @@ plant for reference. Exit codes: 0 done, 2 bad input (nothing ran).
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import re
 import sys
@@ -28,6 +29,7 @@ from simulator.calibration import Calibration, CalibrationError
 from simulator.evaluate import simulate_configuration
 from workloads import Schedule, WorkloadError, load_workload
 
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one line per download otherwise
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 CALIBRATION_ARTIFACT = "calibration/oracle.yaml"  # where jobs.calibrate logs its result on the calibration run
 

@@ -1,0 +1,122 @@
+"""How far the plant model is from Spark, and how much faster: every finished run of the given suites, re-run in the
+plant model calibrated by a `jobs.calibrate` run, side by side with what Spark measured.
+
+    python -m jobs.calibrate --tracking-uri URI                      # the job's costs on this machine
+    python -m benchmarks.simulator_fidelity --tracking-uri URI --parent-run-id ID [--parent-run-id ID ...] \\
+        --calibration <calibration run id or its oracle.yaml>
+
+Each run is re-simulated from what it recorded (config/controller.json, config/workload.json, its trigger, max
+degree and SLO), so the plant runs the same controller configuration on the same events. Printed: per run, cost
+(slot-seconds), p95 latency and SLO attainment measured and simulated; then the errors against issue #22's goals
+(cost <= 10 %, p95 <= 15 %, SLO attainment within 5 points), the rank agreement of the configurations per workload
+(Kendall tau of the ranking rule's order: configurations meeting the SLO target by cost, then the others by
+attainment; goal >= 0.8) and the speed ratio (simulated seconds per wall-clock second; goal >= 1000).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import kendalltau
+
+from analysis.runs import load_runs
+from analysis.tuning.__main__ import load_calibration
+from jobs.recording.recorder import default_tracking_uri
+from simulator.evaluate import simulate_configuration
+from workloads import Schedule, parse_workload
+
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one line per download otherwise
+GOALS = {"cost": 0.10, "p95": 0.15, "slo_points": 5.0, "tau": 0.8, "speed": 1000.0}
+
+
+def resimulate(client, run_id: str, calibration) -> tuple[dict, float, float]:
+    """(simulated figures, simulated seconds, wall seconds) of one recorded run."""
+    run = client.get_run(run_id)
+    with tempfile.TemporaryDirectory() as tmp:
+        controller = json.loads(Path(client.download_artifacts(run_id, "config/controller.json", tmp)).read_text())
+        workload = json.loads(Path(client.download_artifacts(run_id, "config/workload.json", tmp)).read_text())
+        topology = json.loads(Path(client.download_artifacts(run_id, "config/topology.json", tmp)).read_text())
+    params = run.data.params
+    operators = [op["name"] for op in topology["operators"]]
+    plant = calibration.plant(operators, float(params["trigger_s"]), int(params["max_degree"]))
+    schedule = Schedule(parse_workload(workload, source=f"run {run_id}"))
+    started = time.perf_counter()
+    simulated = simulate_configuration(controller["controller"], controller["params"], schedule, plant,
+                                       slo_latency_s=float(params["slo.latency_s"]),
+                                       slo_target=float(params["slo.target"]),
+                                       knows_schedule=controller["controller"] == "oracle")
+    return simulated.to_dict(), schedule.spec.duration_s, time.perf_counter() - started
+
+
+def rank_order(table: pd.DataFrame, cost: str, slo: str, target: float) -> list[str]:
+    means = table.groupby("config")[[cost, slo]].mean()
+    key = [(not row[slo] >= target, row[cost] if row[slo] >= target else -row[slo]) for _, row in means.iterrows()]
+    return [c for _, c in sorted(zip(key, means.index))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.simulator_fidelity", description=__doc__.split("\n\n")[0])
+    p.add_argument("--tracking-uri", default=None)
+    p.add_argument("--parent-run-id", action="append", required=True)
+    p.add_argument("--calibration", required=True, help="a calibration's MLflow run id or its oracle.yaml")
+    args = p.parse_args(argv)
+    from mlflow.tracking import MlflowClient
+
+    uri = args.tracking_uri or default_tracking_uri()
+    client = MlflowClient(uri)
+    calibration = load_calibration(args.calibration, uri)
+    runs = pd.concat([load_runs(uri, parent_run_id=pid) for pid in args.parent_run_id], ignore_index=True)
+    runs = runs[runs["status"] == "FINISHED"]
+    rows, simulated_s, wall_s = [], 0.0, 0.0
+    for _, r in runs.iterrows():
+        sim, seconds, took = resimulate(client, r["run_id"], calibration)
+        simulated_s, wall_s = simulated_s + seconds, wall_s + took
+        rows.append({"config": r["config"], "workload": r["workload"], "seed": r["seed"],
+                     "slo_target": r["slo_target"],
+                     "cost": r["cost_slot_seconds"], "cost_sim": sim["cost_slot_seconds"],
+                     "p95": r["latency_p95_s"], "p95_sim": sim["latency_p95_s"],
+                     "slo": r["slo_attainment"], "slo_sim": sim["slo_attainment"]})
+    table = pd.DataFrame(rows)
+    if table.empty:
+        print("no finished run in those suites")
+        return 1
+    table["cost_err"] = (table["cost_sim"] - table["cost"]) / table["cost"]
+    table["p95_err"] = (table["p95_sim"] - table["p95"]) / table["p95"]
+    table["slo_points"] = 100 * (table["slo_sim"] - table["slo"])
+    print(f"calibration: {calibration.source}; batch overhead {calibration.batch_overhead_s:.3f} s, task overhead "
+          f"{calibration.task_overhead_s:.4f} s, {calibration.slots} slots\n")
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 40):
+        print(table[["config", "workload", "seed", "cost", "cost_sim", "cost_err", "p95", "p95_sim", "p95_err", "slo",
+                     "slo_sim", "slo_points"]].round(3).to_string(index=False))
+    taus = []
+    for workload, part in table.groupby("workload"):
+        target = float(part["slo_target"].iloc[0])
+        measured, simulated = rank_order(part, "cost", "slo", target), rank_order(part, "cost_sim", "slo_sim", target)
+        if len(measured) > 1:
+            tau = kendalltau([measured.index(c) for c in measured], [simulated.index(c) for c in measured]).statistic
+            taus.append(tau)
+            print(f"\n{workload}: ranking measured {measured}, simulated {simulated}: Kendall tau {tau:.2f}")
+    speed = simulated_s / wall_s if wall_s else float("inf")
+    checks = [("cost error, max |rel|", table["cost_err"].abs().max(), GOALS["cost"], "<="),
+              ("cost error, median |rel|", table["cost_err"].abs().median(), GOALS["cost"], "<="),
+              ("p95 error, max |rel|", table["p95_err"].abs().max(), GOALS["p95"], "<="),
+              ("p95 error, median |rel|", table["p95_err"].abs().median(), GOALS["p95"], "<="),
+              ("SLO attainment, max |points|", table["slo_points"].abs().max(), GOALS["slo_points"], "<="),
+              ("Kendall tau, mean over workloads", float(np.mean(taus)) if taus else float("nan"), GOALS["tau"], ">="),
+              ("speed, simulated s per wall s", speed, GOALS["speed"], ">=")]
+    print(f"\n{len(table)} runs; {simulated_s:.0f} simulated seconds in {wall_s:.2f} s of wall time")
+    for name, value, goal, sense in checks:
+        met = value <= goal if sense == "<=" else value >= goal
+        print(f"  {name:<34} {value:10.3f}   goal {sense} {goal:g}: {'met' if met else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
