@@ -1,0 +1,56 @@
+"""The fidelity benchmark re-simulates each run from what the run recorded, not from what the benchmark assumes: a
+recorded run whose figures are the plant's own must come out with zero error, and a run whose recorded cost is off
+by 20 % must show that error and fail the cost goal."""
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from benchmarks.simulator_fidelity import main as fidelity_main
+from jobs.topology import load_topology
+from simulator.calibration import Calibration
+from simulator.evaluate import simulate_configuration
+from workloads import Schedule, load_workload
+
+OPS = ("parse", "enrich", "aggregate", "sink")
+CALIBRATION = {"service_s": {"parse": 3e-6, "enrich": 1.4e-4, "aggregate": 4e-6, "sink": 9e-6},
+               "selectivity": {"parse": 1.0, "enrich": 1.0, "aggregate": 0.25, "sink": 1.0},
+               "task_overhead_s": 0.03, "batch_overhead_s": 0.45, "slots": 4, "calibration_run": ""}
+
+
+def record_run(client, experiment_id, parent, controller, params, spec, figures):
+    """A finished child run with the artifacts and parameters a Spark run records (jobs/recording/run_record.py)."""
+    run = client.create_run(experiment_id, tags={"mlflow.parentRunId": parent, "config": controller,
+                                                 "controller": controller, "workload": spec.name,
+                                                 "seed": str(spec.seed)}).info.run_id
+    for key, value in {"trigger_s": 2.0, "max_degree": 8, "slo.latency_s": 5.0, "slo.target": 0.95}.items():
+        client.log_param(run, key, value)
+    client.log_dict(run, {"controller": controller, "params": params}, "config/controller.json")
+    client.log_dict(run, spec.to_dict(), "config/workload.json")
+    client.log_dict(run, load_topology("default").to_dict(), "config/topology.json")
+    for key, value in figures.items():
+        client.log_metric(run, key, value)
+    client.set_terminated(run, "FINISHED")
+
+
+@pytest.mark.parametrize("cost_factor, verdict", [(1.0, "met"), (1.2, "MISSED")])
+def test_each_recorded_run_is_re_simulated_from_its_own_record(tmp_path, capsys, cost_factor, verdict):
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("f", artifact_location=(tmp_path / "a").as_uri())
+    parent = client.create_run(exp).info.run_id
+    calibration = tmp_path / "oracle.yaml"
+    calibration.write_text(yaml.safe_dump({"controller": "oracle", "params": CALIBRATION}))
+    plant = Calibration.from_params(CALIBRATION).plant(OPS, 2.0, 8)
+    for controller, params in (("static", {"degree": 2}), ("threshold", {"cooldown_s": 6.0})):
+        spec = load_workload("autoscale-paper").with_overrides(duration_s=40, seed=1)
+        sim = simulate_configuration(controller, params, Schedule(spec), plant, slo_latency_s=5.0)
+        record_run(client, exp, parent, controller, params, spec,
+                   {"cost_slot_seconds": sim.cost_slot_seconds * cost_factor, "latency_p95_s": sim.latency_p95_s,
+                    "slo_attainment": sim.slo_attainment})
+    client.set_terminated(parent, "FINISHED")
+    assert fidelity_main(["--tracking-uri", uri, "--parent-run-id", parent, "--calibration", str(calibration)]) == 0
+    out = capsys.readouterr().out
+    cost_line = next(line for line in out.splitlines() if "cost error, max |rel|" in line)
+    assert f"{1 / cost_factor - 1:10.3f}".strip().lstrip("-") in cost_line and cost_line.endswith(verdict), out
+    assert "p95 error, max |rel|                    0.000" in out and "2 runs; 80 simulated seconds" in out
+    assert all(f"{name} autoscale-paper" in out for name in ("static", "threshold")), out
