@@ -27,7 +27,7 @@ import pandas as pd
 from scipy.stats import kendalltau
 
 from analysis.runs import load_runs
-from analysis.tuning.__main__ import load_calibration
+from analysis.tuning.calibrations import load_calibration
 from jobs.recording.recorder import default_tracking_uri
 from simulator.evaluate import simulate_configuration
 from workloads import Schedule, parse_workload

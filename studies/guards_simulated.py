@@ -26,11 +26,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
 
 from analysis.stats import bootstrap_mean
-from controllers import ControlLoop, RunContext, build_controller
-from simulator.plant import OperatorModel, PlantConfig, simulate
+from simulator.evaluate import simulate_configuration
+from simulator.plant import OperatorModel, PlantConfig
 from workloads import Schedule, WorkloadError, parse_workload
 
 OPS = ("parse", "enrich", "aggregate", "sink")
@@ -79,12 +78,9 @@ def schedule(workload: str, seed: int) -> Schedule:
 
 def run_once(controller: str, guards: bool, arrivals: Schedule, params: dict[str, Any] | None = None,
              plant: PlantConfig = PLANT, duration_s: float = DURATION_S) -> Outcome:
-    ctl = build_controller(controller, {"guards": guards, **(params or {})}, OPS, plant.max_degree)
-    ctl.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=SLO_LATENCY_S, max_degree=plant.max_degree))
-    run = simulate(plant, arrivals, ControlLoop(ctl), duration_s)
-    latencies = run.latencies()
-    return Outcome(sum(1 for d in run.decisions if d.changed), float(np.mean(latencies <= SLO_LATENCY_S)),
-                   run.slot_seconds)
+    run = simulate_configuration(controller, {"guards": guards, **(params or {})}, arrivals, plant,
+                                 slo_latency_s=SLO_LATENCY_S, duration_s=duration_s)
+    return Outcome(run.scaling_actions, run.slo_attainment, run.cost_slot_seconds)
 
 
 def run_oracle(arrivals: Schedule, plant: PlantConfig = PLANT, duration_s: float = DURATION_S) -> Outcome:
@@ -94,12 +90,9 @@ def run_oracle(arrivals: Schedule, plant: PlantConfig = PLANT, duration_s: float
               "selectivity": {op.name: op.selectivity for op in plant.operators},
               "task_overhead_s": plant.operators[0].task_overhead_s, "batch_overhead_s": plant.batch_overhead_s,
               "slots": plant.slots, "headroom": 1.0}
-    oracle = build_controller("oracle", params, OPS, plant.max_degree)
-    oracle.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=SLO_LATENCY_S,
-                           max_degree=plant.max_degree, schedule=arrivals))
-    run = simulate(plant, arrivals, ControlLoop(oracle), duration_s)
-    return Outcome(sum(1 for d in run.decisions if d.changed), float(np.mean(run.latencies() <= SLO_LATENCY_S)),
-                   run.slot_seconds)
+    run = simulate_configuration("oracle", params, arrivals, plant, slo_latency_s=SLO_LATENCY_S,
+                                 duration_s=duration_s, knows_schedule=True)
+    return Outcome(run.scaling_actions, run.slo_attainment, run.cost_slot_seconds)
 
 
 def available(workload: str) -> str | None:

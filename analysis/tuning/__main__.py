@@ -14,51 +14,21 @@ plant for reference. Exit codes: 0 done, 2 bad input (nothing ran).
 from __future__ import annotations
 
 import argparse
-import os
 import json
-import re
+import os
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from analysis.tuning.screening import SAMPLERS, Screened, best_so_far, evaluate, ranked, screen
+from analysis.tuning.calibrations import load_calibration
+from analysis.tuning.screening import SAMPLERS, Screened, evaluate, best_so_far, ranked, screen
 from analysis.tuning.space import SearchSpace, SpaceError, build_space
+from jobs.topology import load_topology
 from params.run import RUN_SETTINGS
-from simulator.calibration import Calibration, CalibrationError
+from simulator.calibration import CalibrationError
 from simulator.evaluate import simulate_configuration
 from workloads import Schedule, WorkloadError, load_workload
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one line per download otherwise
-RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-CALIBRATION_ARTIFACT = "calibration/oracle.yaml"  # where jobs.calibrate logs its result on the calibration run
-
-
-def load_calibration(ref: str, tracking_uri: str | None) -> Calibration:
-    """A calibration file, or the MLflow run id of a calibration (its artifact calibration/oracle.yaml)."""
-    if Path(ref).exists():
-        return Calibration.from_file(Path(ref))
-    if not RUN_ID.match(ref):
-        raise CalibrationError(f"--calibration {ref!r}: no such file, and not an MLflow run id")
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
-
-    from jobs.recording.recorder import default_tracking_uri
-
-    client = MlflowClient(tracking_uri or default_tracking_uri())
-    try:
-        run = client.get_run(ref)
-    except MlflowException:
-        raise CalibrationError(f"--calibration {ref}: no such run in {client.tracking_uri}") from None
-    if run.data.tags.get("kind") != "calibration":
-        raise CalibrationError(f"--calibration {ref}: run is not a calibration (tag kind = "
-                               f"{run.data.tags.get('kind')!r}; make one with python -m jobs.calibrate)")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = client.download_artifacts(ref, CALIBRATION_ARTIFACT, tmp)
-        calibration = Calibration.from_file(Path(path))
-    return Calibration(**{**calibration.__dict__, "run_id": ref, "source": f"calibration run {ref}"})
-
-
 def _space(args) -> SearchSpace:
     return build_space(args.controller, args.range, args.set)
 
@@ -92,8 +62,6 @@ def cmd_screen(args) -> int:
         RUN_SETTINGS[key].check("run settings", key, getattr(args, key))
     spec = load_workload(args.workload)
     schedules = [Schedule(spec.with_overrides(duration_s=args.duration, seed=seed)) for seed in seeds]
-    from jobs.topology import load_topology
-
     operators = load_topology(args.topology).names
     calibration = load_calibration(args.calibration, args.tracking_uri)
     plant = calibration.plant(operators, args.trigger_s, args.max_degree)

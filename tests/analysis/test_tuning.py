@@ -9,7 +9,7 @@ from analysis.tuning.__main__ import main as tuning_main
 from analysis.tuning.screening import best_so_far, evaluate, ranked, screen
 from analysis.tuning.space import SpaceError, build_space
 from params.declare import Choices, SearchRange
-from simulator.calibration import Calibration
+from simulator.calibration import Calibration, CalibrationError
 from workloads import Schedule, load_workload
 
 OPS = ("parse", "enrich", "aggregate", "sink")
@@ -133,3 +133,22 @@ def test_bad_input_is_exit_2_and_one_line_before_any_trial(argv, message, capsys
     assert tuning_main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_a_calibration_is_found_by_its_mlflow_run_whatever_name_its_yaml_was_written_under(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from analysis.tuning.calibrations import load_calibration
+
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("c", artifact_location=(tmp_path / "a").as_uri())
+    run = client.create_run(exp, tags={"kind": "calibration"}).info.run_id
+    written = tmp_path / "mine.yaml"  # jobs.calibrate --out mine.yaml logs it as calibration/mine.yaml
+    written.write_text(yaml.safe_dump({"controller": "oracle", "params": CALIBRATION}))
+    client.log_artifact(run, str(written), "calibration")
+    calibration = load_calibration(run, uri)
+    assert calibration.run_id == run and calibration.source == f"calibration run {run}" and calibration.slots == 4
+    other = client.create_run(exp, tags={"kind": "experiment"}).info.run_id
+    with pytest.raises(CalibrationError, match="run is not a calibration"):
+        load_calibration(other, uri)
