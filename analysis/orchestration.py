@@ -17,8 +17,8 @@ from mlflow.tracking import MlflowClient
 from analysis.promote import promote_suite
 from analysis.regression import DEFAULT_TOLERANCE, compare_suites, listing
 from analysis.report import report_for_parent
-from analysis.runs import load_runs
-from analysis.suite import REQUEST_FIELDS, SuiteError, SuiteRequest, open_parent
+from analysis.runs import DONE, load_runs
+from analysis.suite import REQUEST_FIELDS, Case, SuiteError, SuiteRequest, open_parent
 from jobs.champion import CHAMPION_ALIAS, model_name
 from jobs.recording.recorder import REPO_ROOT
 
@@ -50,9 +50,12 @@ def champion_variants(tracking_uri: str, workloads: tuple[str, ...]) -> dict[str
 
 
 def prepare(params: dict[str, Any], *, tracking_uri: str, experiment: str, kind: str, dag_id: str, run_id: str,
-            include_champions: bool = True, request: SuiteRequest | None = None) -> dict[str, Any]:
+            include_champions: bool = True, request: SuiteRequest | None = None, cases: list[Case] | None = None,
+            case_tags: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """Validate (raises SuiteError before anything is created), add the champions, open the parent run, and return
-    what the Spark tasks need: one jobs/run.py argument list per case, in map-index order."""
+    what the Spark tasks need: one jobs/run.py argument list per case, in map-index order. `cases` (with their own
+    `case_tags`) replaces the request's variants x workloads x seeds when each workload has its own variants (a
+    tuning confirmation)."""
     request = request or SuiteRequest.from_mapping({k: v for k, v in params.items() if k in REQUEST_FIELDS})
     champions = champion_variants(tracking_uri, request.workloads) if include_champions else {}
     extra = tuple(v for v in dict.fromkeys(champions.values()) if v not in request.variants)
@@ -65,12 +68,14 @@ def prepare(params: dict[str, Any], *, tracking_uri: str, experiment: str, kind:
                           "slo.latency_s": request.slo_latency_s, "slo.target": request.slo_target})
     client = MlflowClient(tracking_uri)
     client.log_dict(parent, {**asdict(request), "champions": champions}, "suite.json")
-    cases = []
-    for i, case in enumerate(request.cases()):
+    planned = request.cases() if cases is None else cases
+    arguments = []
+    for i, case in enumerate(planned):
         args = case.run_args(request, experiment=experiment, tracking_uri=tracking_uri, parent_run_id=parent,
-                             tags={"airflow.dag_id": dag_id, "airflow.run_id": run_id, CASE_TAG: str(i)})
-        cases.append(args)
-    return {"parent_run_id": parent, "cases": cases, "champions": champions, "case_count": len(cases),
+                             tags={**(case_tags[i] if case_tags else {}), "airflow.dag_id": dag_id,
+                                   "airflow.run_id": run_id, CASE_TAG: str(i)})
+        arguments.append(args)
+    return {"parent_run_id": parent, "cases": arguments, "champions": champions, "case_count": len(arguments),
             "tolerance": request.tolerance}
 
 
@@ -103,9 +108,10 @@ def promote(tracking_uri: str, parent_run_id: str) -> list[str]:
 
 
 def close(tracking_uri: str, parent_run_id: str, case_count: int) -> str:
-    """FINISHED only if every case finished; anything else leaves the parent FAILED (and so never promoted)."""
+    """FINISHED only if every case finished (or was pruned on purpose: its SLO target was out of reach); anything
+    else leaves the parent FAILED (and so never promoted)."""
     runs = load_runs(tracking_uri, parent_run_id=parent_run_id)
-    ok = len(runs) == case_count and (runs["status"] == "FINISHED").all()
+    ok = len(runs) == case_count and runs["status"].isin(DONE).all()
     status = "FINISHED" if ok else "FAILED"
     MlflowClient(tracking_uri).set_terminated(parent_run_id, status)
     return status

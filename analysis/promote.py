@@ -101,7 +101,10 @@ def _register(client: MlflowClient, decision: PromotionDecision, runs: pd.DataFr
     source = f"{client.get_run(parent_run_id).info.artifact_uri}/{folder}"
     evidence = {k: v for k, v in decision.evidence.items() if k in (
         "deciding_metric", "champion_mean", "challenger_mean", "relative_gain", "p_value", "slo_target")}
-    tags = {"config": decision.challenger, "config_id": decision.challenger_config_id, "controller": controller,
+    # a configuration found by tuning says so: its study, trial and the calibration the study simulated with
+    provenance = {k: v for k, v in client.get_run(one_run["run_id"]).data.tags.items() if k.startswith("tuning.")}
+    tags = {**provenance,
+            "config": decision.challenger, "config_id": decision.challenger_config_id, "controller": controller,
             "params": json.dumps(params, sort_keys=True), "suite_parent_run_id": parent_run_id,
             "replaces": decision.champion or "", **{f"evidence.{k}": str(v) for k, v in evidence.items()}}
     version = client.create_model_version(model, source, run_id=parent_run_id, tags=tags,

@@ -14,12 +14,14 @@ SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "cost_executor_core_se
                    "backlog_integral_event_s", "records_in", "records_out", "records_lost", "records_duplicated",
                    "reconfiguration_delay_batches_mean", "infeasible_decisions", "executors_mean")
 ORACLE = "oracle"
+PRUNED = "PRUNED"  # the status column of a pruned run (jobs.run --stop-when-slo-unreachable)
+DONE = ("FINISHED", PRUNED)  # a case that ran as intended: a suite of these is complete
 
 
 def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: str | None = None,
               filter_string: str = "") -> pd.DataFrame:
     """Runs of `parent_run_id` (its children), or of `experiment` matching `filter_string`; FAILED runs included
-    (status column) so that incomplete suites are visible, never silently dropped. A RUNNING run whose process died
+    (status column) so that incomplete suites are visible, never silently dropped; a pruned run's status is PRUNED. A RUNNING run whose process died
     (its heartbeat stopped, jobs/recording/liveness.py) is marked KILLED first, with the reason: whoever reads the
     runs next settles them, so a dead run is never mistaken for one still going."""
     client = MlflowClient(tracking_uri)
@@ -42,7 +44,10 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
         for run in page:
             tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
             rows.append({
-                "run_id": run.info.run_id, "run_name": tags.get("mlflow.runName", ""), "status": run.info.status,
+                "run_id": run.info.run_id, "run_name": tags.get("mlflow.runName", ""),
+                # a run stopped early because its SLO target was out of reach ends KILLED in MLflow with tag
+                # `pruned`: a partial result, excluded from comparisons like a failed run, but expected, not a fault
+                "status": PRUNED if tags.get("pruned") else run.info.status,
                 "config": tags.get("config") or tags.get("controller", "?"),
                 "config_id": tags.get("config_id") or tags.get("config") or "",
                 "controller": tags.get("controller", "?"), "variant": tags.get("variant", ""),
@@ -50,7 +55,7 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
                 "seed": int(tags["seed"]) if tags.get("seed", "").isdigit() else None,
                 "slo_target": float(params["slo.target"]) if "slo.target" in params else None,
                 "slo_latency_s": float(params["slo.latency_s"]) if "slo.latency_s" in params else None,
-                "failure_reason": tags.get("failure_reason"),
+                "failure_reason": tags.get("failure_reason") or tags.get("pruned"),
                 "case": tags.get("airflow.case"), "predictor": tags.get("predictor"),
                 "start_time": run.info.start_time,
                 **{m: metrics.get(m) for m in SUMMARY_METRICS},

@@ -79,6 +79,8 @@ class Case:
             args += ["--topology", request.topology]
         for p in params:
             args += ["--param", p]
+        if request.stop_when_slo_unreachable:
+            args.append("--stop-when-slo-unreachable")
         for key, value in {"variant": self.variant, **(tags or {})}.items():
             args += ["--tag", f"{key}={value}"]
         return args
@@ -94,6 +96,7 @@ class SuiteRequest:
     slo_target: float = SUITE_SETTINGS["slo_target"].default
     tolerance: dict[str, float] | None = None  # for regression checks: relative worsening allowed per metric
     topology: str = "default"  # a named topology (jobs.topology.NAMED_TOPOLOGIES) or a YAML file
+    stop_when_slo_unreachable: bool = False  # tuning's confirmation: prune runs that can no longer meet the target
 
     def cases(self) -> list[Case]:
         return [Case(v, w, s) for w in self.workloads for v in self.variants for s in self.seeds]

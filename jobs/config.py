@@ -62,6 +62,9 @@ class RunConfig:
     drain_timeout_s: float = RUN_SETTINGS["drain_timeout_s"].default
     quiet: bool = False
     fail_at_batch: int | None = None
+    # stop the run as soon as it can no longer meet the SLO target (tuning's confirmation runs: Spark minutes go to
+    # candidates that can still win); the run ends KILLED with tag `pruned`, never compared as complete
+    stop_when_slo_unreachable: bool = False
     policy_source: str | None = None  # the file a --policy was read from, so errors name it
     host_scaling: bool = False  # start/stop standalone workers when an executor target needs/frees cores
     host_provisioning_delay_s: float = 0.0  # waited before starting a worker: stands for a VM boot

@@ -27,6 +27,7 @@ from jobs.errors import RunFailed
 from jobs.metrics import ProgressListener
 from jobs.recording.recorder import LOCAL_STATE
 from jobs.recording.run_record import finish_run, open_run, record_configuration
+from jobs.recording.summary import slo_out_of_reach
 from jobs.spark_session import controller_spark_settings, package_code, start_spark, warm_up
 from params.units import US
 from workloads import Schedule
@@ -121,8 +122,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         anchor_us = start_clock(query, processor, actuators, output / "anchor.json", config.lead_in_s)
         log(f"streaming: {schedule.total_events} events over {config.spec.duration_s:g}s, trigger "
             f"{config.trigger_s:g}s, controller {config.controller}, initial degrees {loop.degrees}")
-        drained = wait_for_schedule(query, processor, schedule, anchor_us / US + config.spec.duration_s,
-                                    config.drain_timeout_s, log)
+        drained, pruned = wait_for_schedule(query, processor, schedule, anchor_us / US + config.spec.duration_s,
+                                            config, log)
         query.stop()
         exc = query.exception()
         if exc is not None:
@@ -131,7 +132,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         processor.close()
         actuators.wind_down()
         return finish_run(config, recorder, processor, schedule, listener.snapshot(), output, drained,
-                          sc.defaultParallelism, actuators, log)
+                          sc.defaultParallelism, actuators, log, pruned=pruned)
     except BaseException as exc:
         reason = failure_reason(exc)
         recorder.fail(reason)
@@ -185,14 +186,21 @@ def start_clock(query, processor: BatchProcessor, actuators, anchor_file: Path, 
 
 
 def wait_for_schedule(query, processor: BatchProcessor, schedule: Schedule, end_of_schedule: float,
-                      drain_timeout_s: float, log: Callable[[str], None]) -> bool:
-    """Wait until every scheduled event is processed (True) or the drain timeout passed (False)."""
+                      config: RunConfig, log: Callable[[str], None]) -> tuple[bool, str | None]:
+    """Wait until every scheduled event is processed (drained), the drain timeout passed, or — with
+    config.stop_when_slo_unreachable — the SLO target is out of reach (pruned: the reason). Returns (drained, pruned)."""
     while True:
         if query.awaitTermination(0.25):
-            return False
+            return False, None
+        if config.stop_when_slo_unreachable:
+            pruned = slo_out_of_reach(processor.next_event, processor.within_slo, schedule.total_events,
+                                      config.slo_target)
+            if pruned:
+                log(f"stopping early (pruned): {pruned}")
+                return False, pruned
         now = time.time()
         if processor.next_event >= schedule.total_events and now >= end_of_schedule:
-            return True
-        if now > end_of_schedule + drain_timeout_s:
+            return True, None
+        if now > end_of_schedule + config.drain_timeout_s:
             log(f"drain timeout: {schedule.total_events - processor.next_event} events still unprocessed")
-            return False
+            return False, None

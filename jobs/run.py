@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output-dir", help="checkpoint and sink folder (default .local/runs/<run id>)")
     r.add_argument("--summary-json", metavar="PATH", help="write the run's summary as JSON here")
     r.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
+    r.add_argument("--stop-when-slo-unreachable", action="store_true",
+                   help="stop as soon as so many events were late that the SLO target cannot be met any more; the "
+                        "run ends KILLED with tag pruned (a partial result, never compared as complete), exit 0")
     # failure injection for tests; the environment variable reaches a job started by Airflow's SparkSubmitOperator
     r.add_argument("--fail-at-batch", type=int, default=_env_int("ELASTIC_FAIL_AT_BATCH"), help=argparse.SUPPRESS)
     return p
@@ -193,7 +196,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
         summary_json=args.summary_json, lead_in_s=args.lead_in_s, drain_timeout_s=args.drain_timeout_s,
-        quiet=args.quiet, fail_at_batch=args.fail_at_batch, policy_source=policy_source,
+        quiet=args.quiet, fail_at_batch=args.fail_at_batch,
+        stop_when_slo_unreachable=args.stop_when_slo_unreachable, policy_source=policy_source,
         host_scaling=args.host_scaling, host_provisioning_delay_s=args.host_provisioning_delay,
         cluster_state=args.cluster_state,
     )
@@ -233,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     keys = ("latency_p50_s", "latency_p95_s", "latency_p99_s", "slo_attainment", "cost_slot_seconds",
             "scaling_actions", "records_in", "records_out", "records_lost", "records_duplicated")
     print("summary: " + json.dumps({k: summary.get(k) for k in keys}))
+    if summary.get("pruned_reason"):
+        print(f"stopped early (pruned, MLflow run KILLED with tag pruned): {summary['pruned_reason']}")
     return 0
 
 

@@ -7,6 +7,7 @@ MLflow UI's address comes from configuration, never from code:
     [elastic_streaming]                 # airflow.cfg, or AIRFLOW__ELASTIC_STREAMING__MLFLOW_UI_URL=...
     mlflow_ui_url = http://127.0.0.1:5000
     mlflow_tracking_uri = sqlite:////path/to/mlflow.db     # where tasks record (default: $MLFLOW_TRACKING_URI)
+    optuna_storage = postgresql+psycopg2://.../optuna      # tuning studies (default: SQLite in work_dir)
 
 Nothing heavy is imported here at module level: the scheduler imports this with every DAG file it parses.
 """
@@ -59,6 +60,18 @@ def work_dir(dag_id: str, run_id: str) -> Path:
     """A DAG run's scratch folder for files its tasks hand to each other (on a shared volume when workers differ)."""
     base = Path(_conf("work_dir", None) or PROJECT_ROOT / ".local" / "airflow-work")
     return base / dag_id / "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+
+
+def optuna_storage() -> str:
+    """Where tuning studies are stored, so a retried screening task resumes its study: [elastic_streaming]
+    optuna_storage (PostgreSQL on the cluster, as docker-compose.yaml sets it), else a SQLite file in the work
+    folder."""
+    configured = _conf("optuna_storage", None)
+    if configured:
+        return configured
+    base = Path(_conf("work_dir", None) or PROJECT_ROOT / ".local" / "airflow-work")
+    base.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{base / 'optuna.db'}"
 
 
 def run_setting_param(name: str, **overrides) -> Param:

@@ -197,10 +197,11 @@ class RunRecorder:
             self.client.log_batch(self.run_id, metrics=metrics[i : i + 1000])
 
     # ---- end ------------------------------------------------------------------------------------------------
-    def finish(self) -> None:
+    def finish(self, status: str = "FINISHED") -> None:
+        """End the run: FINISHED, or KILLED for a run stopped early on purpose (pruned: not a complete result)."""
         self._heartbeat.stop()
         self._stop_thread()
-        self.client.set_terminated(self.run_id, "FINISHED")
+        self.client.set_terminated(self.run_id, status)
         self._ended = True
 
     def fail(self, reason: str) -> None:

@@ -104,8 +104,11 @@ def write_decisions(artifacts: Path, log: list[DecisionRecord], actuators: list[
 
 
 def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Schedule, progress: dict,
-               output: Path, drained: bool, cores: int, actuators, log: Callable[[str], None]) -> dict[str, Any]:
-    """Summarise the run, write its artifacts and end it FINISHED; returns the summary."""
+               output: Path, drained: bool, cores: int, actuators, log: Callable[[str], None],
+               pruned: str | None = None) -> dict[str, Any]:
+    """Summarise the run, write its artifacts and end it FINISHED — or KILLED with tag `pruned` (the reason) when it
+    was stopped early because its SLO target was out of reach: its figures are those of a partial run, recorded to
+    show why it stopped, never compared as a complete one. Returns the summary."""
     batches = batch_table(list(processor.rows), progress)
     events_out, lost, duplicated = verify_output(output / "sink", processor.committed)
     shutil.rmtree(output / "warm-up", ignore_errors=True)
@@ -119,6 +122,7 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
         wall_s=wall_s, records_out=events_out, lost=lost, duplicated=duplicated,
     )
     summary["drained"] = float(drained)
+    summary["pruned"] = float(pruned is not None)
     summary.update(actuators.summary())
     errors = recorder.flush()
     summary["metric_logging_errors"] = len(errors)
@@ -138,13 +142,17 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
     result = {"run_id": recorder.run_id, "run_name": recorder.client.get_run(recorder.run_id).info.run_name,
               "controller": config.controller, "workload": schedule.spec.name, "seed": schedule.spec.seed,
               "experiment_id": recorder.experiment_id, "tracking_uri": recorder.tracking_uri,
-              "artifact_uri": recorder.artifact_uri, "status": "FINISHED", **summary}
+              "artifact_uri": recorder.artifact_uri, "status": "KILLED" if pruned else "FINISHED", **summary}
+    if pruned:
+        result["pruned_reason"] = pruned
     (artifacts / "summary.json").write_text(json.dumps(result, indent=2))
     for name in logged:
         recorder.log_artifact(artifacts / name)
     if errors:
         log(f"warning: {len(errors)} per-batch metric writes failed, first: {errors[0]}")
-    recorder.finish()
+    if pruned:
+        recorder.set_tags({"pruned": pruned[:5000]})
+    recorder.finish("KILLED" if pruned else "FINISHED")
     if config.summary_json:
         Path(config.summary_json).parent.mkdir(parents=True, exist_ok=True)
         Path(config.summary_json).write_text(json.dumps(result, indent=2))

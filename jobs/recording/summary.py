@@ -90,6 +90,21 @@ def oscillations(decisions: Sequence[DecisionRecord], window_batches: int = 5) -
     return count
 
 
+def slo_out_of_reach(processed: int, within_slo: int, total_scheduled: int, slo_target: float) -> str | None:
+    """Why the run can no longer meet its SLO target, or None while it still can.
+
+    Attainment is within_slo / total_scheduled; an event already processed late stays late, so once the late ones
+    exceed the (1 - target) share of all scheduled events, no later batch can bring the attainment back to the
+    target. A certainty, not a forecast: a pruned run would have missed the target had it run to the end."""
+    late = processed - within_slo
+    allowed = (1.0 - slo_target) * total_scheduled
+    if total_scheduled and late > allowed:
+        return (f"SLO target {slo_target:.1%} out of reach: {late} of {total_scheduled} scheduled events already "
+                f"late (at most {allowed:.0f} may be), so the attainment cannot exceed "
+                f"{(total_scheduled - late) / total_scheduled:.1%}")
+    return None
+
+
 def summarise(
     batches: pd.DataFrame,
     decisions: Sequence[DecisionRecord],

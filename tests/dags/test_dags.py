@@ -148,7 +148,8 @@ print(json.dumps(out))
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["errors"] == {} and out["warnings"] == []
     assert out["heavy"] == [], "DAG files must not import the project's heavy modules at parse time"
-    assert set(out["dags"]) == {"elastic_experiment", "elastic_nightly_regression", "elastic_predictor_training"}
+    assert set(out["dags"]) == {"elastic_experiment", "elastic_nightly_regression", "elastic_predictor_training",
+                                "elastic_tuning"}
     for dag in out["dags"].values():
         assert dag["owner"] == "elastic-streaming" and "elastic-streaming" in dag["tags"] and dag["doc"]
         assert "elastic_streaming_runs" in dag["pools"], "streaming runs share one pool"

@@ -1,0 +1,85 @@
+"""One study end to end, as the tuning DAG's screening task runs it: build the space, simulate the trials in the
+calibrated plant (resuming a stored study), record it in MLflow, and name the candidates to confirm on Spark.
+
+Kept apart from the command (analysis.tuning.__main__, which prints comparisons for a person) so the DAG's task
+is one call with plain arguments, tested without Airflow.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from analysis.tuning.calibrations import load_calibration
+from analysis.tuning.confirmation import Candidate
+from analysis.tuning.records import record_study
+from analysis.tuning.screening import evaluate, ranked, screen
+from analysis.tuning.space import build_space
+from jobs.topology import load_topology
+from params.run import RUN_SETTINGS
+from simulator.calibration import Calibration
+from workloads import Schedule, load_workload
+
+
+@dataclass(frozen=True)
+class StudyRequest:
+    controller: str
+    workload: str
+    calibration: str  # a calibration YAML or the MLflow run id of one
+    seeds: tuple[int, ...] = (1, 2, 3)
+    trials: int = 60
+    k: int = 3
+    duration_s: float | None = None
+    slo_latency_s: float = RUN_SETTINGS["slo_latency_s"].default
+    slo_target: float = RUN_SETTINGS["slo_target"].default
+    trigger_s: float = RUN_SETTINGS["trigger_s"].default
+    max_degree: int = RUN_SETTINGS["max_degree"].default
+    topology: str = "default"
+    sampler: str = "tpe"
+    sampler_seed: int = 1
+    ranges: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
+
+
+def study_name(prefix: str, controller: str, workload: str) -> str:
+    """A stable name per (DAG run, controller, workload): a retried task finds and resumes its own study."""
+    return re.sub(r"[^A-Za-z0-9_.:+-]", "_", f"{prefix}.{controller}.{workload}")
+
+
+def run_study(request: StudyRequest, *, name: str, storage: str | None, tracking_uri: str, experiment: str,
+              calibration: Calibration | None = None) -> tuple[list[Candidate], str]:
+    """Screen, record; returns (the defaults and the top-k candidates, the study's MLflow run id)."""
+    space = build_space(request.controller, request.ranges, request.fixed)
+    calibration = calibration or load_calibration(request.calibration, tracking_uri)
+    plant = calibration.plant(load_topology(request.topology).names, request.trigger_s, request.max_degree)
+    spec = load_workload(request.workload)
+    schedules = [Schedule(spec.with_overrides(duration_s=request.duration_s, seed=s)) for s in request.seeds]
+    settings = dict(slo_latency_s=request.slo_latency_s, slo_target=request.slo_target)
+    study = screen(space, schedules, plant, trials=request.trials, sampler=request.sampler,
+                   seed=request.sampler_seed, storage=storage, study_name=name, **settings)
+    calibration_ref = calibration.run_id or calibration.source
+    params = {"controller": request.controller, "workload": request.workload,
+              "seeds": ",".join(map(str, request.seeds)), "duration_s": request.duration_s or spec.duration_s,
+              "sampler": request.sampler, "sampler_seed": request.sampler_seed, "slo.latency_s": request.slo_latency_s,
+              "slo.target": request.slo_target, "calibration": calibration_ref, "topology": request.topology,
+              "plant.slots": plant.slots, "plant.batch_overhead_s": plant.batch_overhead_s,
+              "trigger_s": request.trigger_s, "max_degree": request.max_degree}
+    tags = {"controller": request.controller, "workload": request.workload, "tuning.calibration": calibration_ref}
+    run_id = record_study(study, space, tracking_uri=tracking_uri, experiment=experiment,
+                          slo_target=request.slo_target, params=params, tags=tags)
+    defaults = evaluate(request.controller, dict(space.fixed), schedules, plant, **settings)
+    common = dict(workload=request.workload, controller=request.controller, study=name,
+                  calibration=calibration_ref, study_run_id=run_id)
+    tried = {t.user_attrs.get("label"): t.number for t in reversed(study.trials)}  # the first trial of each
+    candidates = [Candidate(defaults.label, role="defaults", trial=tried.get(defaults.label),
+                            simulated_cost=defaults.cost_slot_seconds, simulated_slo=defaults.slo_attainment,
+                            **common)]
+    for i, found in enumerate(ranked(study, space, request.slo_target)[:request.k], start=1):
+        candidates.append(Candidate(found.label, role=f"top-{i}", trial=found.trial,
+                                    simulated_cost=found.cost_slot_seconds, simulated_slo=found.slo_attainment,
+                                    **common))
+    return candidates, run_id
+
+
+def durations(workloads: Sequence[str], duration_s: float | None) -> dict[str, float]:
+    return {w: duration_s if duration_s is not None else load_workload(w).duration_s for w in workloads}
