@@ -110,6 +110,54 @@ def cmd_screen(args) -> int:
     return 0
 
 
+def cmd_tune(args) -> int:
+    """The tuning DAG's pipeline without Airflow: screen, confirm on Spark one run at a time, analyse, promote."""
+    import subprocess
+
+    from analysis.orchestration import analyse, close, promote
+    from analysis.suite import timestamped
+    from analysis.tuning.pipeline import TuningError, open_confirmation, screen_all, validate
+    from jobs.recording.recorder import REPO_ROOT, default_tracking_uri
+
+    tracking_uri = args.tracking_uri or default_tracking_uri()
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    try:
+        request = validate({"controllers": args.controllers.split(","), "workloads": args.workloads.split(","),
+                            "calibration": args.calibration or "", "trials": args.trials, "k": args.top,
+                            "seeds": seeds, "spark_minutes": args.spark_minutes, "duration_s": args.duration,
+                            "slo_latency_s": args.slo_latency_s, "slo_target": args.slo_target,
+                            "sampler": args.sampler}, tracking_uri)
+    except TuningError as exc:
+        raise SpaceError(str(exc)) from None
+    name = args.study_name or timestamped("tune")
+    storage = args.storage or f"sqlite:///{REPO_ROOT / '.local' / 'tuning' / 'optuna.db'}"
+    if storage.startswith("sqlite:///"):
+        os.makedirs(os.path.dirname(storage.removeprefix("sqlite:///")), exist_ok=True)
+    started = time.perf_counter()
+    screened = screen_all(request, prefix=name, storage=storage, tracking_uri=tracking_uri,
+                          experiment=args.experiment)
+    print(f"screened {len(screened['studies'])} studies in {time.perf_counter() - started:.0f} s "
+          f"(MLflow experiment {args.experiment}-tuning):")
+    for c in screened["candidates"]:
+        print(f"  {c['workload']:<20} {c['role']:<9} cost {c['simulated_cost']:8.1f}  SLO "
+              f"{100 * c['simulated_slo']:5.1f}%  {c['label']}")
+    suite = open_confirmation(request, screened, tracking_uri=tracking_uri, experiment=args.experiment,
+                              dag_id="analysis.tuning", run_id=name, include_champions=not args.no_champions,
+                              with_oracle=args.with_oracle)
+    parent = suite["parent_run_id"]
+    print(f"\nconfirming {suite['case_count']} Spark runs (about {suite['planned_minutes']:.0f} min) as children of "
+          f"run {parent}" + "".join(f"\n  left out: {x}" for x in suite["left_out"]))
+    for i, case in enumerate(suite["cases"]):
+        print(f"=== [{i + 1}/{suite['case_count']}] {case[case.index('--run-name') + 1]}", flush=True)
+        subprocess.run([sys.executable, "-m", "jobs.run", *case, "--master", args.master], cwd=REPO_ROOT)
+    print(analyse(tracking_uri, parent, suite["case_count"]))
+    if args.promote:
+        print("\n".join(promote(tracking_uri, parent)))
+    status = close(tracking_uri, parent, suite["case_count"])
+    print(f"confirmation suite {parent}: {status}; compare with python -m analysis.compare --parent-run-id {parent}")
+    return 0 if status == "FINISHED" else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m analysis.tuning", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -144,13 +192,35 @@ def build_parser() -> argparse.ArgumentParser:
         declared = RUN_SETTINGS[key]
         s.add_argument(flag, dest=key, type=declared.kind, default=declared.default,
                        help=f"{declared.doc} (default {declared.default})")
+    t = sub.add_parser("tune", help="screen, confirm on Spark and promote (the elastic_tuning DAG without Airflow)")
+    t.add_argument("--controllers", required=True, help="comma-separated controller names, e.g. ds2,threshold")
+    t.add_argument("--workloads", required=True, help="comma-separated catalogue names or YAML files")
+    t.add_argument("--calibration", default=None, help="calibration YAML or run id (default: the store's latest)")
+    t.add_argument("--tracking-uri", default=None)
+    t.add_argument("--experiment", default="elastic-streaming")
+    t.add_argument("--seeds", default="1,2,3")
+    t.add_argument("--duration", type=float, default=None, help="seconds of workload (default: its own length)")
+    t.add_argument("--trials", type=int, default=60)
+    t.add_argument("--top", type=int, default=3, help="k: screened configurations confirmed per controller")
+    t.add_argument("--sampler", default="tpe", choices=SAMPLERS)
+    t.add_argument("--spark-minutes", type=float, default=60.0, help="budget of the Spark confirmation")
+    t.add_argument("--master", default="local[4]")
+    t.add_argument("--storage", default=None, help="Optuna storage (default sqlite:///.local/tuning/optuna.db)")
+    t.add_argument("--study-name", default=None, help="prefix of the studies' names (a second call resumes them)")
+    t.add_argument("--with-oracle", action="store_true", help="confirm the calibrated oracle too (cost ÷ oracle)")
+    t.add_argument("--no-champions", action="store_true", help="do not run the current champions alongside")
+    t.add_argument("--promote", action="store_true", help="apply the champion/challenger rule afterwards")
+    for key, flag in (("slo_latency_s", "--slo-latency"), ("slo_target", "--slo-target")):
+        declared = RUN_SETTINGS[key]
+        t.add_argument(flag, dest=key, type=declared.kind, default=declared.default,
+                       help=f"{declared.doc} (default {declared.default})")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return cmd_space(args) if args.command == "space" else cmd_screen(args)
+        return {"space": cmd_space, "screen": cmd_screen, "tune": cmd_tune}[args.command](args)
     except (SpaceError, CalibrationError, WorkloadError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -33,7 +33,7 @@ class Candidate:
 
     label: str  # the suite variant: controller[:param=value,...]
     workload: str
-    role: str  # "defaults", "top-1", "top-2", ..., or "champion"
+    role: str  # "defaults", "top-1", "top-2", ..., "champion", or "oracle" (the lower bound, for cost ÷ oracle)
     controller: str = ""
     study: str = ""
     trial: int | None = None
@@ -44,8 +44,8 @@ class Candidate:
 
     def tags(self) -> dict[str, str]:
         """The MLflow tags the confirmation run carries (and a promoted model version copies)."""
-        if self.role == "champion":
-            return {"tuning.role": "champion"}
+        if self.role in ("champion", "oracle"):
+            return {"tuning.role": self.role}
         tags = {"tuning.role": self.role, "tuning.study": self.study, "tuning.calibration": self.calibration,
                 "tuning.study_run_id": self.study_run_id}
         if self.trial is not None:
@@ -70,7 +70,7 @@ class Plan:
 def _priority(candidate: Candidate) -> tuple[int, int]:
     if candidate.role in ("defaults", "top-1"):
         return (0, 0)
-    if candidate.role == "champion":
+    if candidate.role in ("champion", "oracle"):
         return (1, 0)
     return (2, int(candidate.role.removeprefix("top-")))
 

@@ -101,9 +101,11 @@ def screen_all(request: dict[str, Any], *, prefix: str, storage: str, tracking_u
 
 
 def open_confirmation(request: dict[str, Any], screened: dict[str, Any], *, tracking_uri: str, experiment: str,
-                      dag_id: str, run_id: str, include_champions: bool = True) -> dict[str, Any]:
+                      dag_id: str, run_id: str, include_champions: bool = True, with_oracle: bool = False
+                      ) -> dict[str, Any]:
     """Plan the confirmation within the budget and open its suite (the parent run records the plan and what the
-    budget left out); returns what the Spark tasks need, as analysis.orchestration.prepare does."""
+    budget left out); returns what the Spark tasks need, as analysis.orchestration.prepare does. `with_oracle` adds
+    the oracle with the study's calibrated costs on every workload, so the report gives each cost ÷ the oracle's."""
     from mlflow.tracking import MlflowClient
 
     from analysis.orchestration import champion_variants, prepare
@@ -112,6 +114,11 @@ def open_confirmation(request: dict[str, Any], screened: dict[str, Any], *, trac
     if include_champions:
         candidates += [Candidate(label, workload, "champion")
                        for workload, label in champion_variants(tracking_uri, tuple(request["workloads"])).items()]
+    if with_oracle:
+        from jobs.calibrate import variant
+
+        oracle = variant(load_calibration(request["calibration"], tracking_uri).oracle_params())
+        candidates += [Candidate(oracle, workload, "oracle") for workload in request["workloads"]]
     seeds = list(request["seeds"])
     planned = plan(candidates, seeds, durations(request["workloads"], request.get("duration_s")),
                    float(request["spark_minutes"]))

@@ -34,6 +34,15 @@ def test_first_champion_is_the_best_complete_configuration_meeting_the_slo():
     assert "no champion yet" in d.reasons[0]
 
 
+def test_the_oracle_is_a_bound_never_a_candidate_and_a_pruned_configuration_is_incomplete():
+    runs = suite({"oracle:slots=4": CHEAP_GOOD, "b": DEAR_GOOD, "c": DEAR_GOOD[:3]})
+    runs["controller"] = runs["config"].str.split(":").str[0]
+    runs.loc[(runs["config"] == "c"), "status"] = ["FINISHED", "FINISHED", "PRUNED"]
+    d = decide("step", runs, None, 0.95)
+    assert d.promote and d.challenger == "b", "the oracle knows the future: no live job can run it"
+    assert any("c (1 run(s) PRUNED" in r for r in d.reasons)
+
+
 def test_a_configuration_with_a_failed_or_missing_seed_is_never_a_candidate():
     runs = suite({"a": CHEAP_GOOD[:3], "b": DEAR_GOOD}, failed={"a": [3]})
     d = decide("step", runs, None, 0.95)
