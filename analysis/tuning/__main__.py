@@ -86,6 +86,19 @@ def cmd_screen(args) -> int:
         took = time.perf_counter() - started
         curves[sampler], results[sampler] = best_so_far(study, args.slo_target), ranked(study, space, args.slo_target)
         print(f"\n{sampler}: {len(study.trials)} trials in {took:.1f} s; the best {args.top}:")
+        if args.record:
+            from analysis.tuning.records import record_study, tuning_experiment
+            from jobs.recording.recorder import default_tracking_uri
+
+            reference = calibration.run_id or calibration.source
+            run_id = record_study(study, space, tracking_uri=args.tracking_uri or default_tracking_uri(),
+                                  experiment=args.experiment, slo_target=args.slo_target,
+                                  params={"controller": args.controller, "workload": spec.name, "sampler": sampler,
+                                          "seeds": ",".join(map(str, seeds)), "calibration": reference},
+                                  tags={"controller": args.controller, "workload": spec.name,
+                                        "tuning.calibration": reference})
+            print(f"  (recorded: MLflow run {run_id} in experiment {tuning_experiment(args.experiment)}, its trials "
+                  "nested)")
         print(header)
         for s in results[sampler][:args.top]:
             print(_row(s, oracle_cost, args.slo_target))
@@ -187,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--storage", default=None,
                    help="Optuna storage URL (e.g. sqlite:///.local/tuning.db): a study of the same --study-name resumes")
     s.add_argument("--study-name", default=None)
+    s.add_argument("--record", action="store_true",
+                   help="record the study in MLflow (a run in <experiment>-tuning, every trial a nested run, figures)")
+    s.add_argument("--experiment", default="elastic-streaming", help="with --record: the MLflow experiment's stem")
     for key, flag in (("slo_latency_s", "--slo-latency"), ("slo_target", "--slo-target"), ("trigger_s", "--trigger"),
                       ("max_degree", "--max-degree")):
         declared = RUN_SETTINGS[key]

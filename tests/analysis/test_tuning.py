@@ -113,11 +113,22 @@ def test_the_command_prints_the_space_and_screens_from_a_calibration_file(tmp_pa
     calibration = tmp_path / "oracle.yaml"
     calibration.write_text(yaml.safe_dump({"controller": "oracle", "params": CALIBRATION}))
     code = tuning_main(["screen", "threshold", "--workload", "step", "--duration", "40", "--seeds", "1",
-                        "--calibration", str(calibration), "--trials", "6", "--sampler", "both", "--top", "2"])
+                        "--calibration", str(calibration), "--trials", "6", "--sampler", "both", "--top", "2",
+                        "--record", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "tpe: 6 trials" in out and "random: 6 trials" in out and "threshold (defaults)" in out
     assert "(oracle: knows the schedule" in out and "confirm on Spark" in out and '"workloads": ["step"]' in out
+    # --record: each sampler's study is a run of the tuning experiment with its 6 trials nested
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    exp = client.get_experiment_by_name("elastic-streaming-tuning")
+    studies = client.search_runs([exp.experiment_id], "tags.kind = 'tuning-study'")
+    assert sorted(r.data.params["sampler"] for r in studies) == ["random", "tpe"]
+    for study in studies:
+        assert len(client.search_runs([exp.experiment_id],
+                                      f"tags.mlflow.parentRunId = '{study.info.run_id}'")) == 6
 
 
 @pytest.mark.parametrize("argv, message", [
