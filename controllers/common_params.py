@@ -9,6 +9,9 @@ from __future__ import annotations
 from params.declare import Param, Rule, SearchRange
 
 INITIAL_DEGREE = Param(int, 1, "degree of every operator in the first batch", minimum=1)
+# the project's choice: searched over [1, 8] (8 is the runs' default max degree) where tuning sizes the start —
+# a workload that opens with a burst is lost in its first batches at degree 1, before any controller has seen it
+SEARCHED_INITIAL_DEGREE = INITIAL_DEGREE.but(search=SearchRange(1, 8))
 INITIAL_DEGREES = Param(int, {}, "per-operator first degrees overriding initial_degree, e.g. {enrich: 3}",
                         minimum=1, per_operator=True)
 MIN_DEGREE = Param(int, 1, "never scale an operator below this", minimum=1)

@@ -51,7 +51,7 @@ from collections import deque
 from typing import Callable, Mapping
 
 from controllers.base import Controller, Param, register
-from controllers.common_params import INITIAL_DEGREE, at_most_max_degree
+from controllers.common_params import SEARCHED_INITIAL_DEGREE, at_most_max_degree
 from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards, catch_up_rate
 from params.declare import SearchRange
 from controllers.types import Decision, RunContext, Snapshot
@@ -91,9 +91,9 @@ class DS2Controller(Controller):
     PARAMS = {
         "scale_down_delay_s": Param(float, 10.0, "guards off: a lower vector must be proposed this long before it is "
                                                  "applied (guards on: stabilisation_s)", 0.0,
-                                    search=SearchRange(0.0, 60.0)),
+                                    search=SearchRange(0.0, 60.0), search_when=("guards", False)),
         "window_batches": Param(int, 3, "batches whose metrics are averaged", 1, search=SearchRange(1, 10)),
-        "initial_degree": INITIAL_DEGREE,
+        "initial_degree": SEARCHED_INITIAL_DEGREE,
         **GUARD_PARAMS,
     }
     RULES = (at_most_max_degree("initial_degree", "min_degree"), *GUARD_RULES)

@@ -137,18 +137,18 @@ GUARD_PARAMS: dict[str, Param] = {
                         0.0, open_minimum=True, search=SearchRange(2.0, 60.0, log=True)),
     "stabilisation_s": Param(float, 30.0, "guards: a scale-down is applied only after being recommended "
                                           "continuously this long (scale-ups at once)", 0.0,
-                             search=SearchRange(0.0, 120.0)),
+                             search_when=("guards", True), search=SearchRange(0.0, 120.0)),
     "min_gain": Param(float, 0.1, "guards: a scale-up must raise the operator's observed processing rate by this "
                                   "fraction, or its further scale-ups are blocked until the load changes", 0.0, 1.0,
-                      search=SearchRange(0.0, 0.3)),
+                      search_when=("guards", True), search=SearchRange(0.0, 0.3)),
     "load_change": Param(float, 0.5, "guards: relative change of the offered load (mean over 3 batches) that lifts "
                                      "an ineffective-scaling block", 0.0, open_minimum=True,
-                         search=SearchRange(0.1, 1.0)),
+                         search_when=("guards", True), search=SearchRange(0.1, 1.0)),
     "reconfig_cost_s": Param(float, 2.0, "guards: seconds of the whole allocation a change of degrees costs (a "
                                          "scale-down needs (Σp-Σp')·benefit_horizon_s > this·(Σp+Σp'))", 0.0,
-                             search=SearchRange(0.0, 10.0)),
+                             search_when=("guards", True), search=SearchRange(0.0, 10.0)),
     "benefit_horizon_s": Param(float, 30.0, "guards: seconds over which a scale-down's freed slots are counted",
-                               0.0, open_minimum=True, search=SearchRange(5.0, 120.0, log=True)),
+                               0.0, open_minimum=True, search_when=("guards", True), search=SearchRange(5.0, 120.0, log=True)),
     "excluded_periods": Param(str, "", "guards: windows of run time with no scaling, seconds from the start: "
                                        "'30-60,120-150' or [[30, 60], [120, 150]]", structured=True),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "

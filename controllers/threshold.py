@@ -20,7 +20,7 @@ above, exactly). With guards on the rule still decides whether to act and on whi
 from __future__ import annotations
 
 from controllers.base import Controller, Param, register
-from controllers.common_params import COOLDOWN_S, INITIAL_DEGREE, at_most_max_degree, below
+from controllers.common_params import COOLDOWN_S, SEARCHED_INITIAL_DEGREE, at_most_max_degree, below
 from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards
 from params.declare import Choices, SearchRange
 from controllers.types import Decision, RunContext, Snapshot
@@ -36,7 +36,7 @@ class ThresholdController(Controller):
         "scale_down_ratio": Param(float, 0.3, "ratio at or below which to scale down", 0.0,
                                   search=SearchRange(0.05, 0.6)),
         "cooldown_s": COOLDOWN_S,
-        "initial_degree": INITIAL_DEGREE,
+        "initial_degree": SEARCHED_INITIAL_DEGREE,
         "step": Param(str, "ratio", "scale-up size: 'ratio' adds max(1, round(ratio)) like Spark; 'one' adds 1 "
                                     "(guards on: the catch-up size)",
                       choices=("ratio", "one"), search=Choices(("ratio", "one"))),

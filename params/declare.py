@@ -76,6 +76,10 @@ class Param:
     # what the configuration's identity (config_id) sees of the value, when the text is not the thing itself: a
     # policy given by catalogue name is hashed as the rules it names, so editing the file makes a new configuration
     identity: Callable[[Any], Any] | None = None
+    # (other parameter, value): the setting only matters when that parameter has that value (a guard option when
+    # guards are on), so a tuning study searches it only then (Optuna's define-by-run conditional space) and leaves
+    # it at its default otherwise, instead of spending trials on a dimension that changes nothing
+    search_when: tuple[str, Any] | None = None
 
     def __post_init__(self):
         if isinstance(self.search, SearchRange):
@@ -158,6 +162,8 @@ class Param:
             search = f"; tuned in [{self.search.low}, {self.search.high}]{' log' if self.search.log else ''}"
         elif isinstance(self.search, Choices):
             search = f"; tuned over {{{', '.join(map(str, self.search.values))}}}"
+        if search and self.search_when:
+            search += f" when {self.search_when[0]}={self.search_when[1]}"
         return f"{name} ({kind}, default {self.default!r}{bounds}{search}): {self.doc}"
 
 

@@ -37,11 +37,30 @@ class SearchSpace:
     dimensions: Mapping[str, Dimension]
     fixed: Mapping[str, Any] = field(default_factory=dict)
 
+    def _ordered(self) -> list[str]:
+        """Dimensions with the ones others depend on first, so a condition is known before what it conditions."""
+        declared = controllers.registered()[self.controller].PARAMS
+        return sorted(self.dimensions, key=lambda n: declared[n].search_when is not None)
+
+    def active(self, name: str, values: Mapping[str, Any]) -> bool:
+        """Whether dimension `name` matters given the values chosen so far (its condition's parameter sampled,
+        fixed, or else at its default)."""
+        declared = controllers.registered()[self.controller].PARAMS
+        condition = declared[name].search_when
+        if condition is None:
+            return True
+        other, wanted = condition
+        return values.get(other, declared[other].default) == wanted
+
     def suggest(self, trial) -> dict[str, Any]:
-        """The trial's configuration: fixed values plus one value per dimension (Optuna's define-by-run API)."""
+        """The trial's configuration: fixed values plus one value per active dimension (Optuna's define-by-run
+        API: a dimension whose condition does not hold is not sampled and stays at the controller's default)."""
         declared = controllers.registered()[self.controller].PARAMS
         values = dict(self.fixed)
-        for name, dim in self.dimensions.items():
+        for name in self._ordered():
+            dim = self.dimensions[name]
+            if not self.active(name, values):
+                continue
             if isinstance(dim, Choices):
                 values[name] = trial.suggest_categorical(name, list(dim.values))
             elif declared[name].kind is int:
@@ -54,19 +73,25 @@ class SearchSpace:
         """The declared defaults of the searched parameters, when every one lies in its dimension (a study tries
         them first, so it never recommends something worse than what a user runs without tuning); else None."""
         declared = controllers.registered()[self.controller].PARAMS
-        values = {}
-        for name, dim in self.dimensions.items():
+        values = dict(self.fixed)
+        for name in self._ordered():
+            dim = self.dimensions[name]
+            if not self.active(name, values):
+                continue
             value = declared[name].default
             inside = value in dim.values if isinstance(dim, Choices) else dim.low <= value <= dim.high
             if not inside:
                 return None
             values[name] = value
-        return values
+        return {k: v for k, v in values.items() if k not in self.fixed}
 
     def to_dict(self) -> dict[str, Any]:
         """What identifies the space: a study resumed under the same name must search this same space."""
+        declared = controllers.registered()[self.controller].PARAMS
         return {"controller": self.controller, "fixed": dict(sorted(self.fixed.items())),
-                "dimensions": {k: d.to_dict() for k, d in sorted(self.dimensions.items())}}
+                "dimensions": {k: {**d.to_dict(), **({"when": list(declared[k].search_when)}
+                                                     if declared[k].search_when else {})}
+                               for k, d in sorted(self.dimensions.items())}}
 
     def fingerprint(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, default=str)
@@ -80,7 +105,9 @@ class SearchSpace:
                 where = "{" + ", ".join(map(str, dim.values)) + "}"
             else:
                 where = f"[{dim.low:g}, {dim.high:g}]{' log' if dim.log else ''}"
-            lines.append(f"  {name:<20} {spec.kind.__name__:<5} {where:<28} default {spec.default!r:<10} {spec.doc}")
+            when = f" (searched only when {spec.search_when[0]}={spec.search_when[1]})" if spec.search_when else ""
+            lines.append(f"  {name:<20} {spec.kind.__name__:<5} {where:<28} default {spec.default!r:<10} "
+                         f"{spec.doc}{when}")
         lines += [f"  {name:<20} fixed {value!r}" for name, value in self.fixed.items()]
         return lines
 

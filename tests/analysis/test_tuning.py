@@ -163,3 +163,22 @@ def test_a_calibration_is_found_by_its_mlflow_run_whatever_name_its_yaml_was_wri
     other = client.create_run(exp, tags={"kind": "experiment"}).info.run_id
     with pytest.raises(CalibrationError, match="run is not a calibration"):
         load_calibration(other, uri)
+
+
+def test_guard_options_are_searched_only_when_guards_are_on(plant, schedules):
+    """A conditional space (Optuna define-by-run): a trial with guards off samples no guard-only option (it would
+    change nothing), one with guards on samples them and not the guards-off scale-down delay."""
+    space = build_space("ds2")
+    assert "stabilisation_s" not in space.defaults() and space.defaults()["scale_down_delay_s"] == 10.0
+    assert "searched only when guards=True" in "\n".join(space.describe())
+    study = screen(space, schedules[:1], plant, trials=12, seed=5, **SLO)
+    guard_only = {"stabilisation_s", "min_gain", "load_change", "reconfig_cost_s", "benefit_horizon_s"}
+    by_guards = {True: 0, False: 0}
+    for t in study.trials:
+        on = t.params["guards"]
+        by_guards[on] += 1
+        assert (guard_only <= set(t.params)) is on and ("scale_down_delay_s" in t.params) is (not on)
+    assert by_guards[True] and by_guards[False]
+    # fixing the condition fixes which options are searched
+    off = build_space("ds2", fixed=["guards=false"])
+    assert "stabilisation_s" not in screen(off, schedules[:1], plant, trials=2, seed=5, **SLO).trials[1].params
