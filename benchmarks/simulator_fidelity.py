@@ -55,6 +55,42 @@ def resimulate(client, run_id: str, calibration) -> tuple[dict, float, float]:
     return simulated.to_dict(), schedule.spec.duration_s, time.perf_counter() - started
 
 
+SIZE_BUCKETS = (0, 2_000, 8_000, 16_000, 40_000)  # records read per batch
+
+
+def batch_fidelity(client, runs: pd.DataFrame, calibration) -> pd.DataFrame:
+    """Per measured batch (pruned runs' batches too: they are real), the plant's batch duration for the records and
+    degrees Spark actually had, against the measured one — fidelity where a run-level comparison has no complete
+    run, e.g. on bursts that lose the SLO target early. Bucketed by records read."""
+    from controllers.cost_model import operator_timing
+
+    rows = []
+    for _, r in runs.iterrows():
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                batches = pd.read_parquet(client.download_artifacts(r["run_id"], "batches.parquet", tmp))
+            except Exception:  # a run that failed before writing its record
+                continue
+        plant = calibration.plant([c.removeprefix("degree_") for c in batches.columns if c.startswith("degree_")],
+                                  2.0, 8)
+        for _, b in batches[batches["records_read"] > 0].iterrows():
+            spans = sum(operator_timing(op, int(b[f"records_in_{op.name}"]), int(b[f"degree_{op.name}"]),
+                                        plant.slots)[0] for op in plant.operators)
+            rows.append({"records": int(b["records_read"]), "measured_s": float(b["batch_duration_s"]),
+                         "simulated_s": plant.batch_overhead_s + spans,
+                         "degree_sum": int(sum(b[f"degree_{op.name}"] for op in plant.operators))})
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    table["bucket"] = pd.cut(table["records"], [*SIZE_BUCKETS, np.inf], right=False,
+                             labels=[f"{lo}-{hi}" for lo, hi in zip(SIZE_BUCKETS, [*SIZE_BUCKETS[1:], "inf"])])
+    table["err"] = (table["simulated_s"] - table["measured_s"]) / table["measured_s"]
+    return table.groupby("bucket", observed=True).agg(
+        batches=("records", "size"), measured_median_s=("measured_s", "median"),
+        simulated_median_s=("simulated_s", "median"), err_median=("err", "median"),
+        err_p10=("err", lambda e: e.quantile(0.1)), err_p90=("err", lambda e: e.quantile(0.9))).round(3)
+
+
 def rank_order(table: pd.DataFrame, cost: str, slo: str, target: float) -> list[str]:
     means = table.groupby("config")[[cost, slo]].mean()
     key = [(not row[slo] >= target, row[cost] if row[slo] >= target else -row[slo]) for _, row in means.iterrows()]
@@ -66,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tracking-uri", default=None)
     p.add_argument("--parent-run-id", action="append", required=True)
     p.add_argument("--calibration", required=True, help="a calibration's MLflow run id or its oracle.yaml")
+    p.add_argument("--per-batch", action="store_true",
+                   help="also compare every measured batch's duration (pruned runs' too) with the plant's, by size")
     args = p.parse_args(argv)
     from mlflow.tracking import MlflowClient
 
@@ -73,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     client = MlflowClient(uri)
     calibration = load_calibration(args.calibration, uri)
     runs = pd.concat([load_runs(uri, parent_run_id=pid) for pid in args.parent_run_id], ignore_index=True)
+    if args.per_batch:
+        per_batch = batch_fidelity(client, runs[runs["status"].isin(["FINISHED", "PRUNED"])], calibration)
+        print(f"per batch (batch duration, plant vs Spark, same records and degrees; calibration batch overhead "
+              f"{calibration.batch_overhead_s:.3f} s):")
+        print(per_batch.to_string() if not per_batch.empty else "  no recorded batches", "\n")
     runs = runs[runs["status"] == "FINISHED"]
     rows, simulated_s, wall_s = [], 0.0, 0.0
     for _, r in runs.iterrows():

@@ -54,3 +54,33 @@ def test_each_recorded_run_is_re_simulated_from_its_own_record(tmp_path, capsys,
     assert f"{1 / cost_factor - 1:10.3f}".strip().lstrip("-") in cost_line and cost_line.endswith(verdict), out
     assert "p95 error, max |rel|                    0.000" in out and "2 runs; 80 simulated seconds" in out
     assert all(f"{name} autoscale-paper" in out for name in ("static", "threshold")), out
+
+
+def test_per_batch_fidelity_compares_each_measured_batch_with_the_plant_on_its_own_records_and_degrees(tmp_path):
+    """A batch whose measured duration is exactly the plant's has zero error; one 25 % slower shows -20 %."""
+    import pandas as pd
+
+    from benchmarks.simulator_fidelity import batch_fidelity
+    from controllers.cost_model import operator_timing
+
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("f", artifact_location=(tmp_path / "a").as_uri())
+    calibration = Calibration.from_params(CALIBRATION)
+    plant = calibration.plant(OPS, 2.0, 8)
+    runs = []
+    for slower in (1.0, 1.25):
+        rows = []
+        for records, degree in ((1000, 1), (12000, 4), (30000, 8)):
+            exact = plant.batch_overhead_s + sum(operator_timing(op, records, degree, plant.slots)[0]
+                                                 for op in plant.operators)
+            rows.append({"records_read": records, "batch_duration_s": exact * slower,
+                         **{f"records_in_{op}": records for op in OPS}, **{f"degree_{op}": degree for op in OPS}})
+        run = client.create_run(exp).info.run_id
+        pd.DataFrame(rows).to_parquet(tmp_path / "batches.parquet")
+        client.log_artifact(run, str(tmp_path / "batches.parquet"))
+        runs.append(run)
+    exact_table = batch_fidelity(client, pd.DataFrame({"run_id": runs[:1]}), calibration)
+    slow_table = batch_fidelity(client, pd.DataFrame({"run_id": runs[1:]}), calibration)
+    assert list(exact_table["batches"]) == [1, 1, 1] and (exact_table["err_median"] == 0).all()
+    assert (slow_table["err_median"] == -0.2).all()
