@@ -60,6 +60,8 @@ from elastic_streaming import (LINK_XCOM_KEY, OWNER, experiment_name, optuna_sto
         "spark_conn_id": Param("spark_default", type="string", minLength=1,
                                description="Airflow connection of the Spark master (local[N] or spark://host:port)"),
         "include_champions": Param(True, type="boolean", description="confirm against each workload's champion"),
+        "include_oracle": Param(False, type="boolean",
+                                description="also run the calibrated oracle (the cost lower bound, never promoted)"),
         "promote": Param(True, type="boolean", description="apply the champion/challenger rule afterwards"),
     },
 )
@@ -100,7 +102,8 @@ def elastic_tuning():
         try:
             return open_confirmation(request, screened, tracking_uri=tracking_uri(), experiment=experiment_name(),
                                      dag_id=dag_run.dag_id, run_id=dag_run.run_id,
-                                     include_champions=request["include_champions"])
+                                     include_champions=request["include_champions"],
+                                     with_oracle=request["include_oracle"])
         except BudgetError as exc:
             raise AirflowFailException(str(exc)) from None
 

@@ -48,13 +48,20 @@ def fit_costs(batches: pd.DataFrame, operators: Sequence[str]) -> dict[str, Any]
             "batch_overhead_s": overhead}
 
 
+def _number(value: float) -> str:
+    """6 significant digits that YAML reads back as a float: '1e-05' is a string to YAML 1.1, '1.0e-05' a float."""
+    text = f"{value:.6g}"
+    return text.replace("e", ".0e", 1) if "e" in text and "." not in text else text
+
+
 def variant(params: dict[str, Any]) -> str:
     """The oracle's configuration as a suite variant string (controller:param=value,...)."""
     def flow(value: Any) -> str:
         if isinstance(value, dict):
-            return "{" + ", ".join(f"{k}: {float(v):.6g}" for k, v in value.items()) + "}"
-        return f"{value:.6g}" if isinstance(value, float) else str(value)
-    return "oracle:" + ",".join(f"{k}={flow(v)}" for k, v in params.items())
+            return "{" + ", ".join(f"{k}: {_number(float(v))}" for k, v in value.items()) + "}"
+        return _number(value) if isinstance(value, float) else str(value)
+    # an empty text (no calibration run recorded) is the parameter's default: written out it would read back as null
+    return "oracle:" + ",".join(f"{k}={flow(v)}" for k, v in params.items() if v != "")
 
 
 def calibrate(master: str, trigger_s: float, max_degree: int, degree: int, duration_s: float, peak_rate: float,

@@ -150,3 +150,24 @@ def test_a_study_stored_in_postgres_resumes_as_on_the_cluster(tmp_path, calibrat
         import optuna
 
         assert first == again and len(optuna.load_study(study_name="pg", storage=storage).trials) == 4
+
+
+def test_the_confirmation_suite_adds_the_calibrated_oracle_and_records_its_plan(tmp_path, calibration_file):
+    from analysis.tuning.pipeline import open_confirmation
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    MlflowClient(uri).create_experiment("e", artifact_location=(tmp_path / "a").as_uri())
+    request = {**GOOD, "calibration": str(calibration_file), "seeds": [1, 2], "spark_minutes": 30}
+    screened = {"candidates": [{"label": "ds2", "workload": "step", "role": "defaults", "controller": "ds2",
+                                "study": "s", "trial": 0, "calibration": "c", "study_run_id": "r"}],
+                "studies": {"s": "r"}}
+    suite = open_confirmation(request, screened, tracking_uri=uri, experiment="e", dag_id="d", run_id="x",
+                              with_oracle=True)
+    assert suite["case_count"] == 4 and suite["left_out"] == []
+    oracle_cases = [c for c in suite["cases"] if c[c.index("--controller") + 1] == "oracle"]
+    assert len(oracle_cases) == 2 and all("tuning.role=oracle" in c for c in oracle_cases)
+    assert all("--stop-when-slo-unreachable" in c for c in suite["cases"])
+    client = MlflowClient(uri)
+    parent = client.get_run(suite["parent_run_id"])
+    assert parent.data.tags["kind"] == "tuning" and parent.data.params["spark_minutes.budget"] == "30"
+    assert "tuning/plan.json" in {a.path for a in client.list_artifacts(parent.info.run_id, "tuning")}

@@ -46,3 +46,14 @@ def test_the_variant_string_round_trips_to_the_same_oracle():
     oracle = controllers.build_controller(name, parsed, OPS, 8)
     for op in OPS:
         assert oracle.params["service_s"][op] == pytest.approx(params["service_s"][op], rel=1e-5)
+
+
+@pytest.mark.parametrize("service, run", [(1e-05, ""), (2e-06, "abc")])
+def test_a_round_service_time_and_no_calibration_run_still_round_trip(service, run):
+    """'1e-05' reads back from YAML as a string and an empty calibration_run as null: the variant must avoid both."""
+    params = {"service_s": {op: service for op in OPS}, "selectivity": {op: 1.0 for op in OPS},
+              "task_overhead_s": 0.01, "batch_overhead_s": 0.3, "slots": 4, "calibration_run": run}
+    name, pairs = parse_variant(variant(params))
+    parsed = {k: param_value(v) for k, v in (pair.split("=", 1) for pair in pairs)}
+    oracle = controllers.build_controller(name, parsed, OPS, 8)
+    assert oracle.params["service_s"] == {op: service for op in OPS} and oracle.params["calibration_run"] == run
