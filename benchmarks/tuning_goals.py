@@ -93,6 +93,9 @@ def goals(tracking_uri: str, parents: list[str], bursty: set[str]) -> list[str]:
         limit = ORACLE_GOAL[workload in bursty]
         if best is None:
             lines.append(f"  best tuned controller at >= {100 * SLO_GOAL:g} % SLO: none — goal MISSED")
+        elif math.isnan(best[2]):
+            lines.append(f"  best tuned controller at >= {100 * SLO_GOAL:g} % SLO: {best[0]}; no finished oracle run to "
+                         f"compare its cost with — goal <= {limit:g}x: not measured")
         else:
             verdict = "met" if best[2] <= limit else "MISSED"
             lines.append(f"  best tuned controller at >= {100 * SLO_GOAL:g} % SLO: {best[0]}, {best[2]:.2f}x the "
