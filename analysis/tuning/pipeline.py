@@ -12,16 +12,12 @@ from typing import Any
 
 from analysis.suite import SuiteError, SuiteRequest
 from analysis.tuning.calibrations import load_calibration
-from analysis.tuning.confirmation import BudgetError, Candidate, plan
+from analysis.tuning.confirmation import Candidate, plan
 from analysis.tuning.screening import SAMPLERS
 from analysis.tuning.space import SpaceError, build_space
 from analysis.tuning.study import StudyRequest, durations, run_study, study_name
 from jobs.topology import load_topology
 from simulator.calibration import CalibrationError
-
-# the DAG's Params a tuning request holds
-TUNING_FIELDS = ("controllers", "workloads", "calibration", "trials", "k", "seeds", "spark_minutes", "duration_s",
-                 "slo_latency_s", "slo_target", "sampler")
 
 
 class TuningError(ValueError):
@@ -141,7 +137,3 @@ def open_confirmation(request: dict[str, Any], screened: dict[str, Any], *, trac
     if planned.left_out:
         client.set_tag(parent, "tuning.left_out", "; ".join(planned.left_out)[:5000])
     return {**opened, "left_out": planned.left_out, "planned_minutes": planned.minutes}
-
-
-__all__ = ["BudgetError", "TuningError", "TUNING_FIELDS", "latest_calibration", "open_confirmation", "screen_all",
-           "validate"]

@@ -146,6 +146,17 @@ def test_bad_input_is_exit_2_and_one_line_before_any_trial(argv, message, capsys
     assert len(err.splitlines()) == 1 and message in err, err
 
 
+def test_tune_rejects_a_bad_request_with_every_problem_before_any_trial_or_spark_run(capsys, tmp_path):
+    code = tuning_main(["tune", "--controllers", "ds2,static", "--workloads", "step", "--calibration", "nowhere.yaml",
+                        "--trials", "0", "--spark-minutes", "0", "--tracking-uri", f"sqlite:///{tmp_path}/m.db",
+                        "--storage", f"sqlite:///{tmp_path}/o.db"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: invalid tuning request:")
+    for message in ("params.controllers[1]", "params.trials", "params.spark_minutes", "params.calibration"):
+        assert message in err, err
+    assert not (tmp_path / "o.db").exists(), "no study was opened"
+
+
 def test_a_calibration_is_found_by_its_mlflow_run_whatever_name_its_yaml_was_written_under(tmp_path):
     from mlflow.tracking import MlflowClient
 
