@@ -21,9 +21,9 @@ DONE = ("FINISHED", PRUNED)  # a case that ran as intended: a suite of these is 
 def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: str | None = None,
               filter_string: str = "") -> pd.DataFrame:
     """Runs of `parent_run_id` (its children), or of `experiment` matching `filter_string`; FAILED runs included
-    (status column) so that incomplete suites are visible, never silently dropped; a pruned run's status is PRUNED. A RUNNING run whose process died
-    (its heartbeat stopped, jobs/recording/liveness.py) is marked KILLED first, with the reason: whoever reads the
-    runs next settles them, so a dead run is never mistaken for one still going."""
+    (status column) so that incomplete suites are visible, never silently dropped; a pruned run's status is PRUNED.
+    A RUNNING run whose process died (its heartbeat stopped, jobs/recording/liveness.py) is marked KILLED first, with
+    the reason: whoever reads the runs next settles them, so a dead run is never mistaken for one still going."""
     client = MlflowClient(tracking_uri)
     if parent_run_id:
         parent = client.get_run(parent_run_id)

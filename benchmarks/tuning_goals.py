@@ -7,7 +7,8 @@ Per workload and controller, the defaults and the tuned configuration (the confi
 as mean [95 % bootstrap interval] over its seeds; a pruned run (SLO target certainly out of reach) counts as missing
 the target, its cost unknown. Goals: the tuned best controller reaches >= 99 % SLO attainment at <= 1.15x the
 oracle's cost (<= 1.3x on a bursty workload); for each controller, the tuned settings cost >= 15 % less than the
-defaults at equal or better SLO attainment (the defaults' mean within or below the tuned runs' 95 % interval) — or, where the defaults miss the SLO target, the tuned settings meet it.
+defaults at equal or better SLO attainment (the defaults' mean within or below the tuned runs' 95 % interval) —
+or, where the defaults miss the SLO target, the tuned settings meet it.
 """
 from __future__ import annotations
 
@@ -94,8 +95,8 @@ def goals(tracking_uri: str, parents: list[str], bursty: set[str]) -> list[str]:
         if best is None:
             lines.append(f"  best tuned controller at >= {100 * SLO_GOAL:g} % SLO: none — goal MISSED")
         elif math.isnan(best[2]):
-            lines.append(f"  best tuned controller at >= {100 * SLO_GOAL:g} % SLO: {best[0]}; no finished oracle run to "
-                         f"compare its cost with — goal <= {limit:g}x: not measured")
+            lines.append(f"  best tuned controller at >= {100 * SLO_GOAL:g} % SLO: {best[0]}; no finished oracle run "
+                         f"to compare its cost with — goal <= {limit:g}x: not measured")
         else:
             verdict = "met" if best[2] <= limit else "MISSED"
             lines.append(f"  best tuned controller at >= {100 * SLO_GOAL:g} % SLO: {best[0]}, {best[2]:.2f}x the "

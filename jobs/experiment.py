@@ -188,7 +188,8 @@ def start_clock(query, processor: BatchProcessor, actuators, anchor_file: Path, 
 def wait_for_schedule(query, processor: BatchProcessor, schedule: Schedule, end_of_schedule: float,
                       config: RunConfig, log: Callable[[str], None]) -> tuple[bool, str | None]:
     """Wait until every scheduled event is processed (drained), the drain timeout passed, or — with
-    config.stop_when_slo_unreachable — the SLO target is out of reach (pruned: the reason). Returns (drained, pruned)."""
+    config.stop_when_slo_unreachable — the SLO target is out of reach (pruned: the reason).
+    Returns (drained, pruned)."""
     while True:
         if query.awaitTermination(0.25):
             return False, None
