@@ -23,7 +23,7 @@ def test_the_rule_prunes_only_when_the_target_is_certainly_out_of_reach():
 
 def test_a_run_that_cannot_meet_its_slo_stops_early_and_is_recorded_as_pruned(tmp_path, tracking_uri):
     # 0.2 s is below one batch's own duration: every event is late, so the target is lost within a few batches
-    proc = run_cli(["--controller", "static", "--workload", "constant", "--duration", "40", "--slo-latency", "0.2",
+    proc = run_cli(["--controller", "static", "--workload", "constant", "--duration", "20", "--slo-latency", "0.2",
                     "--slo-target", "0.95", "--stop-when-slo-unreachable", "--tracking-uri", tracking_uri,
                     "--experiment", "pruned", "--output-dir", str(tmp_path / "job"),
                     "--summary-json", str(tmp_path / "summary.json"), "--quiet"])
