@@ -93,8 +93,10 @@ def sqlite_uri(tmp_path: Path) -> str:
     return uri
 
 
+# SLO 12 s: the DAG tests check that a suite runs, is analysed and promoted; with 6 s, two Spark-heavy test modules
+# side by side on 2 cores left static:degree=2 at 82.5 % attainment and nothing promoted (measured)
 EXPERIMENT_CONF = {"controllers": ["static", "static:degree=2"], "workloads": ["step"], "seeds": [1],
-                   "duration_s": 6, "slo_latency_s": 6}
+                   "duration_s": 6, "slo_latency_s": 12}
 
 
 def check_experiment(result: dict, tracking_uri: str, controllers: tuple[str, ...] = ("static", "static:degree=2")
