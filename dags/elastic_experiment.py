@@ -20,9 +20,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import Param, TriggerRule, dag, task
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-from elastic_streaming import (LINK_XCOM_KEY, OWNER, experiment_name, run_setting_param, run_url, submit_cases,
+from airflow.sdk import Param, dag, task
+from airflow.sdk.exceptions import AirflowFailException
+from elastic_streaming import (OWNER, analyse_promote_close, experiment_name, run_setting_param, submit_cases,
                                tracking_uri)
 
 
@@ -84,44 +84,8 @@ def elastic_experiment():
     runs = submit_cases(suite, name="elastic-{{ dag_run.run_id }}-{{ ti.map_index }}",
                         timeout=timedelta(hours=2))
 
-    @task(trigger_rule=TriggerRule.ALL_DONE)
-    def analyse(ti=None) -> str:
-        from mlflow.tracking import MlflowClient
-
-        from analysis.orchestration import analyse as analyse_suite
-
-        suite = ti.xcom_pull(task_ids="open_suite")
-        if not suite:
-            raise AirflowSkipException("no suite was opened (the request was invalid)")
-        parent = MlflowClient(tracking_uri()).get_run(suite["parent_run_id"])
-        ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(parent.info.experiment_id, parent.info.run_id))
-        return analyse_suite(tracking_uri(), suite["parent_run_id"], suite["case_count"])
-
-    @task
-    def promote(ti=None, params=None) -> list[str]:
-        from analysis.orchestration import promote as promote_suite
-
-        if not params["promote"]:
-            raise AirflowSkipException("promotion switched off for this run (params.promote)")
-        return promote_suite(tracking_uri(), ti.xcom_pull(task_ids="open_suite")["parent_run_id"])
-
-    @task(trigger_rule=TriggerRule.ALL_DONE)
-    def close(ti=None) -> str:
-        from analysis.orchestration import close as close_suite
-
-        suite = ti.xcom_pull(task_ids="open_suite")
-        if not suite:
-            raise AirflowFailException("the request was invalid: nothing was run (see the validate task)")
-        status = close_suite(tracking_uri(), suite["parent_run_id"], suite["case_count"])
-        if status != "FINISHED":
-            raise AirflowFailException(f"the suite did not complete: parent MLflow run {suite['parent_run_id']} is "
-                                       f"{status} (see the failed run_case tasks); nothing was promoted")
-        return status
-
-    report = analyse()
-    promotion = promote()
-    runs >> report >> promotion >> close()
-    runs >> promotion  # promote only when every case succeeded (all_success over the mapped runs too)
-
+    analyse_promote_close(runs, not_opened="no suite was opened (the request was invalid)",
+                          nothing_run="the request was invalid: nothing was run (see the validate task)",
+                          incomplete="the suite did not complete")
 
 elastic_experiment()

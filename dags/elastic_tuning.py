@@ -21,10 +21,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import Param, TriggerRule, dag, task
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-from elastic_streaming import (LINK_XCOM_KEY, OWNER, experiment_name, optuna_storage, run_setting_param, run_url,
-                               submit_cases, tracking_uri)
+from airflow.sdk import Param, dag, task
+from airflow.sdk.exceptions import AirflowFailException
+from elastic_streaming import (LINK_XCOM_KEY, OWNER, analyse_promote_close, experiment_name, optuna_storage,
+                               run_setting_param, run_url, submit_cases, tracking_uri)
 
 
 @dag(
@@ -111,44 +111,8 @@ def elastic_tuning():
     suite = open_suite(request, screen(request))
     runs = submit_cases(suite, name="tuning-{{ dag_run.run_id }}-{{ ti.map_index }}", timeout=timedelta(hours=2))
 
-    @task(trigger_rule=TriggerRule.ALL_DONE)
-    def analyse(ti=None) -> str:
-        from mlflow.tracking import MlflowClient
-
-        from analysis.orchestration import analyse as analyse_suite
-
-        suite = ti.xcom_pull(task_ids="open_suite")
-        if not suite:
-            raise AirflowSkipException("no confirmation suite was opened (see validate, screen, open_suite)")
-        parent = MlflowClient(tracking_uri()).get_run(suite["parent_run_id"])
-        ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(parent.info.experiment_id, parent.info.run_id))
-        return analyse_suite(tracking_uri(), suite["parent_run_id"], suite["case_count"])
-
-    @task
-    def promote(ti=None, params=None) -> list[str]:
-        from analysis.orchestration import promote as promote_suite
-
-        if not params["promote"]:
-            raise AirflowSkipException("promotion switched off for this run (params.promote)")
-        return promote_suite(tracking_uri(), ti.xcom_pull(task_ids="open_suite")["parent_run_id"])
-
-    @task(trigger_rule=TriggerRule.ALL_DONE)
-    def close(ti=None) -> str:
-        from analysis.orchestration import close as close_suite
-
-        suite = ti.xcom_pull(task_ids="open_suite")
-        if not suite:
-            raise AirflowFailException("nothing was confirmed on Spark (see validate, screen, open_suite)")
-        status = close_suite(tracking_uri(), suite["parent_run_id"], suite["case_count"])
-        if status != "FINISHED":
-            raise AirflowFailException(f"the confirmation did not complete: parent MLflow run "
-                                       f"{suite['parent_run_id']} is {status}; nothing was promoted")
-        return status
-
-    report = analyse()
-    promotion = promote()
-    runs >> report >> promotion >> close()
-    runs >> promotion
-
+    analyse_promote_close(runs, not_opened="no confirmation suite was opened (see validate, screen, open_suite)",
+                          nothing_run="nothing was confirmed on Spark (see validate, screen, open_suite)",
+                          incomplete="the confirmation did not complete")
 
 elastic_tuning()

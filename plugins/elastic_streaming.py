@@ -20,7 +20,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from airflow.plugins_manager import AirflowPlugin
-from airflow.sdk import BaseOperatorLink, Param, RetryDecision, RetryPolicy
+from airflow.sdk import BaseOperatorLink, Param, RetryDecision, RetryPolicy, TriggerRule
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:  # tasks import analysis/ and jobs/ from the project
@@ -139,6 +140,53 @@ def submit_cases(suite, *, name: str, timeout: timedelta):
         post_execute=push_case_run_link,
         on_failure_callback=push_case_run_link,
     ).expand_kwargs(cases(suite))
+
+
+def analyse_promote_close(runs, *, not_opened: str, nothing_run: str, incomplete: str) -> None:
+    """The tasks after a suite's Spark runs, the same in every DAG that runs suites: `analyse` (the report on the
+    parent run; its button opens it), `promote` (only when every case succeeded, and params.promote), `close`
+    (parent FINISHED, or the task fails). The messages say what this DAG had to open: `not_opened` (analyse skipped),
+    `nothing_run` (close failed), `incomplete` (its prefix when the suite did not complete)."""
+    from airflow.sdk import task
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def analyse(ti=None) -> str:
+        from mlflow.tracking import MlflowClient
+
+        from analysis.orchestration import analyse as analyse_suite
+
+        suite = ti.xcom_pull(task_ids="open_suite")
+        if not suite:
+            raise AirflowSkipException(not_opened)
+        parent = MlflowClient(tracking_uri()).get_run(suite["parent_run_id"])
+        ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(parent.info.experiment_id, parent.info.run_id))
+        return analyse_suite(tracking_uri(), suite["parent_run_id"], suite["case_count"])
+
+    @task
+    def promote(ti=None, params=None) -> list[str]:
+        from analysis.orchestration import promote as promote_suite
+
+        if not params["promote"]:
+            raise AirflowSkipException("promotion switched off for this run (params.promote)")
+        return promote_suite(tracking_uri(), ti.xcom_pull(task_ids="open_suite")["parent_run_id"])
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def close(ti=None) -> str:
+        from analysis.orchestration import close as close_suite
+
+        suite = ti.xcom_pull(task_ids="open_suite")
+        if not suite:
+            raise AirflowFailException(nothing_run)
+        status = close_suite(tracking_uri(), suite["parent_run_id"], suite["case_count"])
+        if status != "FINISHED":
+            raise AirflowFailException(f"{incomplete}: parent MLflow run {suite['parent_run_id']} is {status} "
+                                       "(see the failed run_case tasks); nothing was promoted")
+        return status
+
+    report = analyse()
+    promotion = promote()
+    runs >> report >> promotion >> close()
+    runs >> promotion  # promote only when every case succeeded (all_success over the mapped runs too)
 
 
 class SparkInfrastructureRetry(RetryPolicy):
