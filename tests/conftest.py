@@ -20,18 +20,7 @@ from tests.support import (  # noqa: E402,F401  (fixtures)
     _empty_mlflow_store, mlflow_client, new_tracking_uri, standalone_cluster, tracking_uri)
 
 
-# The slowest modules (each several minutes of Airflow runs with Spark) start first, one per worker: `make test`
-# runs modules two at a time (pytest-xdist --dist loadfile, in collection order), so a long module collected late
-# would finish alone at the end and set the wall time.
-SLOWEST_FIRST = ("tests/dags/test_dags.py", "tests/dags/test_tuning_dag.py")
-
-
 def pytest_collection_modifyitems(items):
-    def rank(item) -> int:
-        path = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix()
-        return SLOWEST_FIRST.index(path) if path in SLOWEST_FIRST else len(SLOWEST_FIRST)
-
-    items.sort(key=rank)  # stable: every other module keeps its order
     java = shutil.which("java") or (os.environ.get("JAVA_HOME")
                                     and Path(os.environ["JAVA_HOME"], "bin", "java").exists())
     if java:

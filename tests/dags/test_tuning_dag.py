@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 
 from analysis.tuning.records import STUDY_KIND, tuning_experiment
 from tests.analysis.test_tuning import CALIBRATION
-from tests.dags.test_dags import EXPERIMENT, assert_state, run_dag, sqlite_uri, states, xcom
+from tests.dags.dag_runs import EXPERIMENT, assert_state, run_dag, sqlite_uri, states, xcom
 
 pytestmark = pytest.mark.spark
 
