@@ -57,6 +57,9 @@ from elastic_streaming import (LINK_XCOM_KEY, OWNER, analyse_promote_close, expe
         "slo_latency_s": run_setting_param("slo_latency_s"),
         "slo_target": run_setting_param("slo_target"),
         "sampler": Param("tpe", type="string", enum=["tpe", "random"], description="Optuna's TPE or random search"),
+        "screen_headroom": Param(0.8, type="number", exclusiveMinimum=0, maximum=1,
+                                 description="in the simulator, events count as on time within this fraction of the "
+                                             "SLO latency: a margin for what it does not model (1 = none)"),
         "spark_conn_id": Param("spark_default", type="string", minLength=1,
                                description="Airflow connection of the Spark master (local[N] or spark://host:port)"),
         "include_champions": Param(True, type="boolean", description="confirm against each workload's champion"),

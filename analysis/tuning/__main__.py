@@ -20,7 +20,7 @@ import sys
 import time
 
 from analysis.tuning.calibrations import load_calibration
-from analysis.tuning.screening import SAMPLERS, Screened, evaluate, best_so_far, ranked, screen
+from analysis.tuning.screening import SAMPLERS, SCREEN_HEADROOM, Screened, best_so_far, evaluate, ranked, screen
 from analysis.tuning.space import SearchSpace, SpaceError, build_space
 from jobs.topology import load_topology
 from params.run import RUN_SETTINGS
@@ -60,6 +60,9 @@ def cmd_screen(args) -> int:
             raise SpaceError(f"{flag} must be >= 1, got {value}")
     for key in ("slo_latency_s", "slo_target", "trigger_s", "max_degree"):
         RUN_SETTINGS[key].check("run settings", key, getattr(args, key))
+    if not 0 < args.screen_headroom <= 1:
+        raise SpaceError(f"--screen-headroom must be in (0, 1] (a fraction of the SLO latency), got "
+                         f"{args.screen_headroom:g}")
     spec = load_workload(args.workload)
     schedules = [Schedule(spec.with_overrides(duration_s=args.duration, seed=seed)) for seed in seeds]
     operators = load_topology(args.topology).names
@@ -69,13 +72,15 @@ def cmd_screen(args) -> int:
 
     oracle_costs = [simulate_configuration("oracle", calibration.oracle_params(), s, plant, knows_schedule=True,
                                            **settings).cost_slot_seconds for s in schedules]
+    settings["headroom"] = args.screen_headroom
     oracle_cost = sum(oracle_costs) / len(oracle_costs)
     defaults = evaluate(args.controller, dict(space.fixed), schedules, plant, **settings)
     print(f"screening {args.controller} on {spec.name} ({spec.duration_s if args.duration is None else args.duration:g}"
           f" s, seeds {','.join(map(str, seeds))}) in the plant model calibrated by {calibration.source}"
           f"{' (run ' + calibration.run_id + ')' if calibration.run_id else ''}: trigger {args.trigger_s:g} s, "
           f"{plant.slots} slots, batch overhead {plant.batch_overhead_s:.3f} s; SLO {args.slo_latency_s:g} s for "
-          f"{100 * args.slo_target:g} % of events")
+          f"{100 * args.slo_target:g} % of events, judged in the plant within {args.screen_headroom:g} x "
+          f"{args.slo_latency_s:g} s")
     header = "  cost slot-s  ÷orac     SLO   p95 s  actions  configuration"
     curves, results = {}, {}
     for sampler in (SAMPLERS if args.sampler == "both" else (args.sampler,)):
@@ -94,7 +99,8 @@ def cmd_screen(args) -> int:
             run_id = record_study(study, space, tracking_uri=args.tracking_uri or default_tracking_uri(),
                                   experiment=args.experiment, slo_target=args.slo_target,
                                   params={"controller": args.controller, "workload": spec.name, "sampler": sampler,
-                                          "seeds": ",".join(map(str, seeds)), "calibration": reference},
+                                          "seeds": ",".join(map(str, seeds)), "calibration": reference,
+                                          "screen.headroom": args.screen_headroom},
                                   tags={"controller": args.controller, "workload": spec.name,
                                         "tuning.calibration": reference})
             print(f"  (recorded: MLflow run {run_id} in experiment {tuning_experiment(args.experiment)}, its trials "
@@ -139,7 +145,7 @@ def cmd_tune(args) -> int:
                             "calibration": args.calibration or "", "trials": args.trials, "k": args.top,
                             "seeds": seeds, "spark_minutes": args.spark_minutes, "duration_s": args.duration,
                             "slo_latency_s": args.slo_latency_s, "slo_target": args.slo_target,
-                            "sampler": args.sampler}, tracking_uri)
+                            "sampler": args.sampler, "screen_headroom": args.screen_headroom}, tracking_uri)
     except TuningError as exc:
         raise SpaceError(str(exc)) from None
     name = args.study_name or timestamped("tune")
@@ -208,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
         declared = RUN_SETTINGS[key]
         s.add_argument(flag, dest=key, type=declared.kind, default=declared.default,
                        help=f"{declared.doc} (default {declared.default})")
+    headroom_help = (f"events count as on time in the plant within this fraction of the SLO latency: a margin for "
+                     f"what the simulator does not model (default {SCREEN_HEADROOM:g}; 1 = none)")
+    s.add_argument("--screen-headroom", type=float, default=SCREEN_HEADROOM, help=headroom_help)
     t = sub.add_parser("tune", help="screen, confirm on Spark and promote (the elastic_tuning DAG without Airflow)")
     t.add_argument("--controllers", required=True, help="comma-separated controller names, e.g. ds2,threshold")
     t.add_argument("--workloads", required=True, help="comma-separated catalogue names or YAML files")
@@ -219,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--trials", type=int, default=60)
     t.add_argument("--top", type=int, default=3, help="k: screened configurations confirmed per controller")
     t.add_argument("--sampler", default="tpe", choices=SAMPLERS)
+    t.add_argument("--screen-headroom", type=float, default=SCREEN_HEADROOM, help=headroom_help)
     t.add_argument("--spark-minutes", type=float, default=60.0, help="budget of the Spark confirmation")
     t.add_argument("--master", default="local[4]")
     t.add_argument("--storage", default=None, help="Optuna storage (default sqlite:///.local/tuning/optuna.db)")

@@ -13,7 +13,7 @@ from typing import Sequence
 from analysis.tuning.calibrations import load_calibration
 from analysis.tuning.confirmation import Candidate
 from analysis.tuning.records import record_study
-from analysis.tuning.screening import evaluate, ranked, screen
+from analysis.tuning.screening import SCREEN_HEADROOM, evaluate, ranked, screen
 from analysis.tuning.space import build_space
 from jobs.topology import load_topology
 from params.run import RUN_SETTINGS
@@ -39,6 +39,7 @@ class StudyRequest:
     sampler_seed: int = 1
     ranges: tuple[str, ...] = ()
     fixed: tuple[str, ...] = ()
+    headroom: float = SCREEN_HEADROOM  # events judged on time in the plant within headroom x the SLO latency
 
 
 def study_name(prefix: str, controller: str, workload: str) -> str:
@@ -54,14 +55,14 @@ def run_study(request: StudyRequest, *, name: str, storage: str | None, tracking
     plant = calibration.plant(load_topology(request.topology).names, request.trigger_s, request.max_degree)
     spec = load_workload(request.workload)
     schedules = [Schedule(spec.with_overrides(duration_s=request.duration_s, seed=s)) for s in request.seeds]
-    settings = dict(slo_latency_s=request.slo_latency_s, slo_target=request.slo_target)
+    settings = dict(slo_latency_s=request.slo_latency_s, slo_target=request.slo_target, headroom=request.headroom)
     study = screen(space, schedules, plant, trials=request.trials, sampler=request.sampler,
                    seed=request.sampler_seed, storage=storage, study_name=name, **settings)
     calibration_ref = calibration.run_id or calibration.source
     params = {"controller": request.controller, "workload": request.workload,
               "seeds": ",".join(map(str, request.seeds)), "duration_s": request.duration_s or spec.duration_s,
               "sampler": request.sampler, "sampler_seed": request.sampler_seed, "slo.latency_s": request.slo_latency_s,
-              "slo.target": request.slo_target, "calibration": calibration_ref, "topology": request.topology,
+              "slo.target": request.slo_target, "screen.headroom": request.headroom, "calibration": calibration_ref, "topology": request.topology,
               "plant.slots": plant.slots, "plant.batch_overhead_s": plant.batch_overhead_s,
               "trigger_s": request.trigger_s, "max_degree": request.max_degree}
     tags = {"controller": request.controller, "workload": request.workload, "tuning.calibration": calibration_ref}

@@ -107,6 +107,24 @@ def test_a_stored_study_resumes_and_refuses_another_space(plant, schedules, tmp_
         screen(build_space("threshold"), schedules[:1], plant, trials=1, storage=storage, study_name="s", **SLO)
 
 
+def test_headroom_judges_events_against_less_than_the_slo_and_a_study_keeps_its_headroom(plant, schedules,
+                                                                                            tmp_path):
+    # the same configuration, the same simulated run: only the bar an event is judged by differs
+    strict = evaluate("ds2", {}, schedules, plant, **SLO, headroom=0.5)
+    lenient = evaluate("ds2", {}, schedules, plant, **SLO, headroom=1.0)
+    assert strict.cost_slot_seconds == lenient.cost_slot_seconds
+    assert strict.slo_attainment < lenient.slo_attainment, (strict, lenient)
+    storage = f"sqlite:///{tmp_path / 'tuning.db'}"
+    space = build_space("ds2")
+    study = screen(space, schedules[:1], plant, trials=2, storage=storage, study_name="h", **SLO, headroom=0.5)
+    assert study.trials[0].user_attrs["slo_attainment"] == evaluate("ds2", {}, schedules[:1], plant, **SLO,
+                                                                    headroom=0.5).slo_attainment
+    with pytest.raises(SpaceError, match="study 'h' in .* judged its trials by .*'headroom': 0.5"):
+        screen(space, schedules[:1], plant, trials=1, storage=storage, study_name="h", **SLO, headroom=0.8)
+    with pytest.raises(SpaceError, match=r"headroom must be in \(0, 1\]"):
+        screen(space, schedules[:1], plant, trials=1, **SLO, headroom=1.5)
+
+
 def test_the_command_prints_the_space_and_screens_from_a_calibration_file(tmp_path, capsys):
     assert tuning_main(["space", "threshold", "--range", "cooldown_s=2:30"]) == 0
     assert "cooldown_s           float [2, 30]" in capsys.readouterr().out
@@ -137,6 +155,7 @@ def test_the_command_prints_the_space_and_screens_from_a_calibration_file(tmp_pa
     (["screen", "ds2", "--workload", "nope", "--calibration", "x"], "nope"),
     (["screen", "ds2", "--workload", "step", "--calibration", "x", "--trials", "0"], "--trials must be >= 1"),
     (["screen", "ds2", "--workload", "step", "--calibration", "x", "--slo-target", "1.5"], "slo_target"),
+    (["screen", "ds2", "--workload", "step", "--calibration", "x", "--screen-headroom", "0"], "--screen-headroom"),
 ])
 def test_bad_input_is_exit_2_and_one_line_before_any_trial(argv, message, capsys, tmp_path, monkeypatch):
     (tmp_path / "x").write_text(yaml.safe_dump({"params": CALIBRATION}))
@@ -148,11 +167,13 @@ def test_bad_input_is_exit_2_and_one_line_before_any_trial(argv, message, capsys
 
 def test_tune_rejects_a_bad_request_with_every_problem_before_any_trial_or_spark_run(capsys, tmp_path):
     code = tuning_main(["tune", "--controllers", "ds2,static", "--workloads", "step", "--calibration", "nowhere.yaml",
-                        "--trials", "0", "--spark-minutes", "0", "--tracking-uri", f"sqlite:///{tmp_path}/m.db",
+                        "--trials", "0", "--spark-minutes", "0", "--screen-headroom", "2",
+                        "--tracking-uri", f"sqlite:///{tmp_path}/m.db",
                         "--storage", f"sqlite:///{tmp_path}/o.db"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: invalid tuning request:")
-    for message in ("params.controllers[1]", "params.trials", "params.spark_minutes", "params.calibration"):
+    for message in ("params.controllers[1]", "params.trials", "params.spark_minutes", "params.calibration",
+                    "params.screen_headroom"):
         assert message in err, err
     assert not (tmp_path / "o.db").exists(), "no study was opened"
 

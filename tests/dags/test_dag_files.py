@@ -57,6 +57,9 @@ print(json.dumps(out))
     from analysis.predictors.dataset import load_spec
     assert load_spec().horizon.step_s == RUN_SETTINGS["trigger_s"].default
     assert set(training["params"]) == {"dataset", "seed", "coverage", "min_improvement", "candidates"}
+    # the tuning DAG's screening margin defaults to the screening's own (the DAG file may not import it)
+    from analysis.tuning.screening import SCREEN_HEADROOM
+    assert out["dags"]["elastic_tuning"]["params"]["screen_headroom"]["default"] == SCREEN_HEADROOM
 
 
 def test_invalid_params_fail_before_anything_is_submitted(tmp_path):
