@@ -62,7 +62,8 @@ def run_study(request: StudyRequest, *, name: str, storage: str | None, tracking
     params = {"controller": request.controller, "workload": request.workload,
               "seeds": ",".join(map(str, request.seeds)), "duration_s": request.duration_s or spec.duration_s,
               "sampler": request.sampler, "sampler_seed": request.sampler_seed, "slo.latency_s": request.slo_latency_s,
-              "slo.target": request.slo_target, "screen.headroom": request.headroom, "calibration": calibration_ref, "topology": request.topology,
+              "slo.target": request.slo_target, "screen.headroom": request.headroom,
+              "calibration": calibration_ref, "topology": request.topology,
               "plant.slots": plant.slots, "plant.batch_overhead_s": plant.batch_overhead_s,
               "trigger_s": request.trigger_s, "max_degree": request.max_degree}
     tags = {"controller": request.controller, "workload": request.workload, "tuning.calibration": calibration_ref}
