@@ -20,8 +20,9 @@ def postgres_databases():
 
 def test_experiment_dag_end_to_end_on_the_postgres_server(tmp_path, postgres_databases):
     """Two cases run, compared, reported and the winner promoted, with every task, record, link and the registry
-    going through the server backends. (One run on the servers and another on SQLite cost two more Spark runs than
-    this and showed nothing more: SQLite's success path is the tuning DAG's test, its failure path the next one.)"""
+    going through the server backends. (It ran on SQLite with two cases and again on the servers with one: a DAG
+    run and a Spark run more, showing nothing more. SQLite's success path is the tuning DAG's test, its failure
+    path the crash test below.)"""
     airflow_db, mlflow_db = postgres_databases
     MlflowClient(mlflow_db).create_experiment(EXPERIMENT, artifact_location=(tmp_path / "artifacts").as_uri())
     result = run_dag(tmp_path / "airflow", "elastic_experiment", EXPERIMENT_CONF, mlflow_db, database_url=airflow_db)

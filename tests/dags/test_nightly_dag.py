@@ -1,6 +1,9 @@
 """The nightly regression DAG on real Airflow, Spark and MLflow: it fails loudly, with a listing, when tonight's runs
 are worse than the baseline, and passes when they are the same."""
+import time
+
 import pytest
+from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
 from tests.dags.dag_runs import EXPERIMENT, assert_state, run_dag, sqlite_uri, states, task_failure
@@ -9,13 +12,14 @@ pytestmark = pytest.mark.spark  # the DAG submits real Spark jobs
 
 
 def fabricate_suite(client: MlflowClient, experiment_id: str, metrics_by_seed: dict[int, dict]) -> str:
+    """A finished suite of static-on-step runs with the given summary metrics per seed; its parent's id."""
     parent = client.create_run(experiment_id, tags={"kind": "fabricated"}).info.run_id
+    now = int(time.time() * 1000)
     for seed, metrics in metrics_by_seed.items():
         run = client.create_run(experiment_id, tags={"mlflow.parentRunId": parent, "config": "static",
                                                      "controller": "static", "workload": "step",
                                                      "seed": str(seed)}).info.run_id
-        for key, value in metrics.items():
-            client.log_metric(run, key, value)
+        client.log_batch(run, metrics=[Metric(key, value, now, 0) for key, value in metrics.items()])
         client.set_terminated(run, "FINISHED")
     client.set_terminated(parent, "FINISHED")
     return parent
