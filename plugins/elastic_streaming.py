@@ -20,7 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from airflow.plugins_manager import AirflowPlugin
-from airflow.sdk import BaseOperatorLink, Param, RetryDecision, RetryPolicy, TriggerRule
+from airflow.sdk import BaseOperatorLink, Param, RetryDecision, RetryPolicy, TriggerRule, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -119,7 +119,6 @@ def submit_cases(suite, *, name: str, timeout: timedelta):
     connection of the run's params, in the shared pool, with the MLflow link and retries for infrastructure
     failures only — the same for every DAG that runs suites."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-    from airflow.sdk import task
 
     @task
     def cases(suite: dict, params=None) -> list[dict]:
@@ -147,8 +146,6 @@ def analyse_promote_close(runs, *, not_opened: str, nothing_run: str, incomplete
     parent run; its button opens it), `promote` (only when every case succeeded, and params.promote), `close`
     (parent FINISHED, or the task fails). The messages say what this DAG had to open: `not_opened` (analyse skipped),
     `nothing_run` (close failed), `incomplete` (its prefix when the suite did not complete)."""
-    from airflow.sdk import task
-
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def analyse(ti=None) -> str:
         from mlflow.tracking import MlflowClient

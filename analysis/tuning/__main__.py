@@ -20,7 +20,8 @@ import sys
 import time
 
 from analysis.tuning.calibrations import load_calibration
-from analysis.tuning.screening import SAMPLERS, SCREEN_HEADROOM, Screened, best_so_far, evaluate, ranked, screen
+from analysis.tuning.screening import (SAMPLERS, SCREEN_HEADROOM, Screened, best_so_far, evaluate, headroom_problem,
+                                       ranked, screen)
 from analysis.tuning.space import SearchSpace, SpaceError, build_space
 from jobs.topology import load_topology
 from params.run import RUN_SETTINGS
@@ -60,9 +61,8 @@ def cmd_screen(args) -> int:
             raise SpaceError(f"{flag} must be >= 1, got {value}")
     for key in ("slo_latency_s", "slo_target", "trigger_s", "max_degree"):
         RUN_SETTINGS[key].check("run settings", key, getattr(args, key))
-    if not 0 < args.screen_headroom <= 1:
-        raise SpaceError(f"--screen-headroom must be in (0, 1] (a fraction of the SLO latency), got "
-                         f"{args.screen_headroom:g}")
+    if headroom_problem(args.screen_headroom):
+        raise SpaceError(f"--screen-headroom {headroom_problem(args.screen_headroom)}")
     spec = load_workload(args.workload)
     schedules = [Schedule(spec.with_overrides(duration_s=args.duration, seed=seed)) for seed in seeds]
     operators = load_topology(args.topology).names

@@ -13,7 +13,7 @@ from typing import Any
 from analysis.suite import SuiteError, SuiteRequest
 from analysis.tuning.calibrations import load_calibration
 from analysis.tuning.confirmation import Candidate, plan
-from analysis.tuning.screening import SAMPLERS, SCREEN_HEADROOM
+from analysis.tuning.screening import SAMPLERS, SCREEN_HEADROOM, headroom_problem
 from analysis.tuning.space import SpaceError, build_space
 from analysis.tuning.study import StudyRequest, durations, run_study, study_name
 from jobs.topology import load_topology
@@ -54,10 +54,8 @@ def validate(params: dict[str, Any], tracking_uri: str) -> dict[str, Any]:
     if not isinstance(minutes, (int, float)) or isinstance(minutes, bool) or minutes <= 0:
         problems.append(f"params.spark_minutes: must be a number > 0 (the Spark minutes confirmation may use), "
                         f"got {minutes!r}")
-    headroom = params.get("screen_headroom", SCREEN_HEADROOM)
-    if not isinstance(headroom, (int, float)) or isinstance(headroom, bool) or not 0 < headroom <= 1:
-        problems.append(f"params.screen_headroom: must be a number in (0, 1] (the fraction of the SLO latency an "
-                        f"event must meet in the plant), got {headroom!r}")
+    if headroom_problem(params.get("screen_headroom", SCREEN_HEADROOM)):
+        problems.append(f"params.screen_headroom: {headroom_problem(params['screen_headroom'])}")
     if params.get("sampler") not in SAMPLERS:
         problems.append(f"params.sampler: expected one of {', '.join(SAMPLERS)}, got {params.get('sampler')!r}")
     try:  # workloads, seeds, SLO and duration as any suite checks them

@@ -34,6 +34,13 @@ SAMPLERS = ("tpe", "random")
 SCREEN_HEADROOM = 0.8
 
 
+def headroom_problem(headroom) -> str | None:
+    """What is wrong with a screening headroom, after the caller's name for it; None when it is usable."""
+    if isinstance(headroom, (int, float)) and not isinstance(headroom, bool) and 0 < headroom <= 1:
+        return None
+    return f"must be in (0, 1] (the fraction of the SLO latency an event must meet in the plant), got {headroom!r}"
+
+
 @dataclass(frozen=True)
 class Screened:
     """A configuration's simulated figures over the study's seeds."""
@@ -102,8 +109,8 @@ def screen(space: SearchSpace, schedules: Sequence[Schedule], plant: PlantConfig
     if trials < 1:
         raise SpaceError(f"--trials must be >= 1, got {trials}")
     operators = tuple(op.name for op in plant.operators)
-    if not 0 < headroom <= 1:
-        raise SpaceError(f"screen headroom must be in (0, 1] (a fraction of the SLO latency), got {headroom:g}")
+    if headroom_problem(headroom):
+        raise SpaceError(f"screen headroom {headroom_problem(headroom)}")
     study = open_study(space, sampler, seed, storage, study_name,
                        {"slo_latency_s": slo_latency_s, "slo_target": slo_target, "headroom": headroom})
 
