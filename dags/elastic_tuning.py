@@ -60,6 +60,12 @@ from elastic_streaming import (LINK_XCOM_KEY, OWNER, analyse_promote_close, expe
         "screen_headroom": Param(0.8, type="number", exclusiveMinimum=0, maximum=1,
                                  description="in the simulator, events count as on time within this fraction of the "
                                              "SLO latency: a margin for what it does not model (1 = none)"),
+        "noise_draws": Param(3, type="integer", minimum=1,
+                             description="noisy simulated runs per seed and trial (when the calibration measured "
+                                         "Spark's spread)"),
+        "noise_quantile": Param(0.2, type="number", minimum=0, maximum=0.5,
+                                description="a trial is feasible when this lower quantile of its runs' SLO "
+                                            "attainment meets the target (0.5: the median)"),
         "spark_conn_id": Param("spark_default", type="string", minLength=1,
                                description="Airflow connection of the Spark master (local[N] or spark://host:port)"),
         "include_champions": Param(True, type="boolean", description="confirm against each workload's champion"),

@@ -10,6 +10,11 @@ and `calibration/oracle.yaml`), and passed to the oracle as parameters, so every
 The fit: over the calibration's batches, an operator's busy time is records_in × service + tasks × task overhead
 (least squares; the load rises through the run so the two separate); selectivity = records out / records in; the
 batch overhead is the median of batch duration minus the operators' spans.
+
+The noise (what the simulator draws around those costs, so screening sees runs vary as Spark's do): the log-scale
+standard deviation of the batch overhead over the batches, and per operator that of measured ÷ fitted busy time.
+The first batch is left out of both (it pays Spark's one-time start: JIT, Python workers, first shuffle); they are
+written under the YAML's own `noise:` key, not among the oracle's parameters (the oracle plans on the medians).
 """
 from __future__ import annotations
 
@@ -48,6 +53,31 @@ def fit_costs(batches: pd.DataFrame, operators: Sequence[str]) -> dict[str, Any]
             "batch_overhead_s": overhead}
 
 
+MIN_SECONDS = 1e-3  # a residual below a millisecond is timer resolution, not a cost: left out of the log spreads
+
+
+def _log_sd(ratios: np.ndarray) -> float:
+    ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
+    return float(np.std(np.log(ratios), ddof=1)) if len(ratios) >= 3 else 0.0
+
+
+def fit_noise(batches: pd.DataFrame, operators: Sequence[str], costs: dict[str, Any]) -> dict[str, Any]:
+    """The spreads of the simulator's noise (module docstring), from the same batches as `costs`."""
+    steady = batches[batches["batch_id"] > batches["batch_id"].min()] if "batch_id" in batches else batches.iloc[1:]
+    spans = steady[[f"span_s_{op}" for op in operators]].sum(axis=1)
+    residual = (steady["batch_duration_s"] - spans).to_numpy(float)
+    overhead = costs["batch_overhead_s"]
+    overhead_sigma = _log_sd(residual[residual > MIN_SECONDS] / overhead) if overhead > MIN_SECONDS else 0.0
+    service_sigma = {}
+    for op in operators:
+        rows = steady[steady[f"records_in_{op}"] > 0]
+        fitted = rows[f"records_in_{op}"] * costs["service_s"][op] + rows[f"tasks_{op}"] * costs["task_overhead_s"]
+        busy = rows[f"busy_s_{op}"].to_numpy(float)
+        keep = (busy > MIN_SECONDS) & (fitted.to_numpy(float) > MIN_SECONDS)
+        service_sigma[op] = _log_sd(busy[keep] / fitted.to_numpy(float)[keep])
+    return {"batch_overhead_sigma": overhead_sigma, "service_sigma": service_sigma}
+
+
 def _number(value: float) -> str:
     """6 significant digits that YAML reads back as a float: '1e-05' is a string to YAML 1.1, '1.0e-05' a float."""
     text = f"{value:.6g}"
@@ -83,13 +113,14 @@ def calibrate(master: str, trigger_s: float, max_degree: int, degree: int, durat
     client = MlflowClient(result["tracking_uri"])
     run = client.get_run(result["run_id"])
     costs = fit_costs(batches, config.topo.names)
+    noise = fit_noise(batches, config.topo.names, costs)
     params = {**costs, "slots": int(run.data.params.get("spark.default_parallelism", max_degree)),
               "calibration_run": result["run_id"]}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(yaml.safe_dump({"controller": "oracle", "params": params}, sort_keys=False))
+    out.write_text(yaml.safe_dump({"controller": "oracle", "params": params, "noise": noise}, sort_keys=False))
     client.log_artifact(result["run_id"], str(out), "calibration")
     client.set_tag(result["run_id"], "calibration.variant", variant(params)[:5000])
-    for key, value in costs.items():
+    for key, value in {**costs, **{f"noise.{k}": v for k, v in noise.items()}}.items():
         if isinstance(value, dict):
             for op, v in value.items():
                 client.log_param(result["run_id"], f"calibration.{key}.{op}", f"{v:.6g}")
@@ -119,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(params, indent=1))
+    noise = yaml.safe_load(args.out.read_text()).get("noise", {})
+    print(f"noise, the log-scale spreads the simulator draws with: {json.dumps(noise)}")
     print(f"oracle config written to {args.out}: python -m jobs.run --controller-config {args.out} ...")
     print(f"as a suite variant: {variant(params)}")
     return 0

@@ -7,7 +7,7 @@ from the job it stands for, so a tuning study names the calibration it used (its
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -30,6 +30,10 @@ class Calibration:
     slots: int
     run_id: str = ""
     source: str = "<params>"
+    # the simulator's noise (jobs.calibrate.fit_noise); absent in a calibration made before it was measured: the
+    # plant is then deterministic, and a study says so (its params record the spreads it used)
+    batch_overhead_sigma: float = 0.0
+    service_sigma: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], source: str = "<params>") -> "Calibration":
@@ -68,11 +72,30 @@ class Calibration:
             raise CalibrationError(f"{path}: cannot read the calibration ({exc.strerror})") from None
         except yaml.YAMLError as exc:
             raise CalibrationError(f"{path}: not YAML ({exc})") from None
+        noise = raw.get("noise") if isinstance(raw, Mapping) else None
         if isinstance(raw, Mapping) and isinstance(raw.get("params"), Mapping):
             raw = raw["params"]
         if not isinstance(raw, Mapping):
             raise CalibrationError(f"{path}: expected the mapping jobs.calibrate writes, got {type(raw).__name__}")
-        return cls.from_params(raw, source=str(path))
+        calibration = cls.from_params(raw, source=str(path))
+        return calibration.with_noise(noise) if noise is not None else calibration
+
+    def with_noise(self, noise: Any) -> "Calibration":
+        """The `noise:` section jobs.calibrate writes: batch_overhead_sigma, service_sigma per operator (>= 0)."""
+        where = f"{self.source}: field 'noise"
+        if not isinstance(noise, Mapping):
+            raise CalibrationError(f"{where}' must be a mapping (batch_overhead_sigma, service_sigma), got {noise!r}")
+        overhead = noise.get("batch_overhead_sigma", 0.0)
+        if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or overhead < 0:
+            raise CalibrationError(f"{where}.batch_overhead_sigma' must be a number >= 0, got {overhead!r}")
+        service = noise.get("service_sigma") or {}
+        if not isinstance(service, Mapping):
+            raise CalibrationError(f"{where}.service_sigma' must map operators to numbers, got {service!r}")
+        for op, value in service.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise CalibrationError(f"{where}.service_sigma[{op!r}]' must be a number >= 0, got {value!r}")
+        return replace(self, batch_overhead_sigma=float(overhead),
+                       service_sigma={str(k): float(v) for k, v in service.items()})
 
     def check_operators(self, operators: Sequence[str]) -> None:
         """The calibration must have measured exactly the topology it stands for."""
@@ -88,7 +111,9 @@ class Calibration:
         models = tuple(OperatorModel(op, self.service_s[op], self.selectivity.get(op, 1.0), self.task_overhead_s)
                        for op in operators)
         return PlantConfig(models, trigger_interval_s=trigger_s, slots=self.slots,
-                           batch_overhead_s=self.batch_overhead_s, max_degree=max_degree)
+                           batch_overhead_s=self.batch_overhead_s, max_degree=max_degree,
+                           batch_overhead_sigma=self.batch_overhead_sigma,
+                           service_sigma={op: self.service_sigma.get(op, 0.0) for op in operators})
 
     def oracle_params(self) -> dict[str, Any]:
         """The oracle's configuration on this calibration, told the plant's exact costs (headroom 1)."""

@@ -9,7 +9,7 @@ summary (jobs.recording), so simulated and measured figures can be compared one 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -33,17 +33,20 @@ class SimulatedRun:
 
 def simulate_configuration(controller: str, params: Mapping[str, Any], schedule: Schedule, plant: PlantConfig, *,
                            slo_latency_s: float, slo_target: float = 0.95, duration_s: float | None = None,
-                           knows_schedule: bool = False, judge_latency_s: float | None = None) -> SimulatedRun:
+                           knows_schedule: bool = False, judge_latency_s: float | None = None,
+                           noise_seed: int | Sequence[int] | None = None) -> SimulatedRun:
     """`controller` with `params` on the plant for the schedule's workload (its whole duration unless given).
 
     knows_schedule: bind the schedule into the controller's context, as a Spark run does for the oracle only.
     judge_latency_s: the latency an event must meet to count as on time (default: the SLO's); screening judges
-    against less than the SLO the controller is given, as a margin for what the plant does not model."""
+    against less than the SLO the controller is given, as a margin for what the plant does not model.
+    noise_seed: one seeded noisy run of a plant with spreads (simulator.plant); None: the deterministic run."""
     operators = tuple(op.name for op in plant.operators)
     ctl = build_controller(controller, params, operators, plant.max_degree)
     ctl.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=slo_latency_s, slo_target=slo_target,
                         max_degree=plant.max_degree, schedule=schedule if knows_schedule else None))
-    run = simulate(plant, schedule, ControlLoop(ctl), schedule.spec.duration_s if duration_s is None else duration_s)
+    run = simulate(plant, schedule, ControlLoop(ctl), schedule.spec.duration_s if duration_s is None else duration_s,
+                   noise_seed=noise_seed)
     latencies = run.latencies()
     if latencies.size == 0:
         return SimulatedRun(run.slot_seconds, 1.0, 0.0, 0.0, 0, 0)

@@ -9,7 +9,12 @@ the job. The model keeps what matters for elasticity in a micro-batch engine and
   tasks at a time (so degrees beyond the slots add waves, not speed), plus a fixed per-task overhead;
 - operators run one after another (each is a stage behind a shuffle), so the batch takes the sum of their spans
   plus a fixed per-batch overhead;
-- records leave when their batch ends; latency is measured from each event's scheduled arrival.
+- records leave when their batch ends; latency is measured from each event's scheduled arrival;
+- optionally, noise: given a `noise_seed`, each batch's fixed overhead and each operator's per-task time are
+  multiplied by lognormal factors whose spreads (`PlantConfig.batch_overhead_sigma`, `service_sigma`) a calibration
+  measures on Spark. Without it the plant is deterministic, and a controller that reacts to Spark's jitter (DS2 reads
+  each batch's busy time) looks steadier in the model than on Spark; with it, one configuration gives a
+  distribution of runs, as seeds on Spark do.
 
 It takes any arrival schedule with `count_due(t_us)` and `arrival_us(first, stop)` (workloads.Schedule has both),
 and produces the same Snapshot type the Spark loop does.
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -38,6 +43,14 @@ class PlantConfig:
     slots: int = 4
     batch_overhead_s: float = 0.05
     max_degree: int = 8
+    # log-scale spreads of the noise (0: none). The overhead's factor has median 1 (the calibration fits the
+    # overhead as a median); an operator's factor has mean 1 (its service time is a least-squares mean).
+    batch_overhead_sigma: float = 0.0
+    service_sigma: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def noisy(self) -> bool:
+        return self.batch_overhead_sigma > 0 or any(v > 0 for v in self.service_sigma.values())
 
 
 class ConstantArrivals:
@@ -75,8 +88,29 @@ class PlantRun:
         return self.batches[batch_id].snapshot.degrees
 
 
-def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, duration_s: float) -> PlantRun:
-    """Run micro-batches until `duration_s` and every due event is processed, steering with `loop`."""
+class _Noise:
+    """The per-batch factors of one noisy run, drawn from one seeded generator in a fixed order (same seed, same
+    run)."""
+
+    def __init__(self, config: PlantConfig, seed: int | Sequence[int] | None):
+        self.rng = np.random.default_rng(seed) if seed is not None and config.noisy else None
+        self.overhead_sigma = config.batch_overhead_sigma
+        self.sigmas = [float(config.service_sigma.get(op.name, 0.0)) for op in config.operators]
+
+    def overhead(self) -> float:
+        return 1.0 if self.rng is None else float(np.exp(self.overhead_sigma * self.rng.standard_normal()))
+
+    def services(self) -> list[float]:
+        if self.rng is None:
+            return [1.0] * len(self.sigmas)
+        z = self.rng.standard_normal(len(self.sigmas))
+        return [float(np.exp(s * zi - s * s / 2)) for s, zi in zip(self.sigmas, z)]
+
+
+def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, duration_s: float,
+             noise_seed: int | Sequence[int] | None = None) -> PlantRun:
+    """Run micro-batches until `duration_s` and every due event is processed, steering with `loop`; with a
+    `noise_seed` (and a config with spreads), one seeded noisy run (module docstring)."""
     names = tuple(op.name for op in config.operators)
     if names != loop.controller.operators:
         raise ValueError(f"controller operators {loop.controller.operators} do not match the plant's {names}")
@@ -88,6 +122,7 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
     slot_seconds = 0.0
     batch_id = 0
     due_at_prev_end = 0
+    noise = _Noise(config, noise_seed)
     while True:
         due = arrivals.count_due(int(t * US))
         if t >= duration_s and read >= arrivals.total_events:
@@ -99,14 +134,15 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
         records = n
         ops = []
         span_total = 0.0
-        for op in config.operators:
+        for op, factor in zip(config.operators, noise.services()):
             span, busy = operator_timing(op, records, degrees[op.name], config.slots)
+            span, busy = span * factor, busy * factor
             out = int(round(records * op.selectivity))
             ops.append(OperatorMetrics(op.name, degrees[op.name], records, out, busy, degrees[op.name],
                                        busy / degrees[op.name], span))
             span_total += span
             records = out
-        duration = config.batch_overhead_s + span_total
+        duration = config.batch_overhead_s * noise.overhead() + span_total
         end = t + duration
         latencies = end - arrivals.arrival_us(read, due) / US
         read = due

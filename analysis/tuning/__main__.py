@@ -20,8 +20,8 @@ import sys
 import time
 
 from analysis.tuning.calibrations import load_calibration
-from analysis.tuning.screening import (SAMPLERS, SCREEN_HEADROOM, Screened, best_so_far, evaluate, headroom_problem,
-                                       ranked, screen)
+from analysis.tuning.screening import (NOISE_DRAWS, RELIABLE_QUANTILE, SAMPLERS, SCREEN_HEADROOM, Screened,
+                                       best_so_far, evaluate, headroom_problem, noise_problems, ranked, screen)
 from analysis.tuning.space import SearchSpace, SpaceError, build_space
 from jobs.topology import load_topology
 from params.run import RUN_SETTINGS
@@ -63,6 +63,8 @@ def cmd_screen(args) -> int:
         RUN_SETTINGS[key].check("run settings", key, getattr(args, key))
     if headroom_problem(args.screen_headroom):
         raise SpaceError(f"--screen-headroom {headroom_problem(args.screen_headroom)}")
+    if noise_problems(args.noise_draws, args.noise_quantile):
+        raise SpaceError("; ".join(f"--noise-{p}" for p in noise_problems(args.noise_draws, args.noise_quantile)))
     spec = load_workload(args.workload)
     schedules = [Schedule(spec.with_overrides(duration_s=args.duration, seed=seed)) for seed in seeds]
     operators = load_topology(args.topology).names
@@ -72,7 +74,10 @@ def cmd_screen(args) -> int:
 
     oracle_costs = [simulate_configuration("oracle", calibration.oracle_params(), s, plant, knows_schedule=True,
                                            **settings).cost_slot_seconds for s in schedules]
-    settings["headroom"] = args.screen_headroom
+    settings.update(headroom=args.screen_headroom, draws=args.noise_draws, quantile=args.noise_quantile)
+    noise = (f"; noise: {args.noise_draws} draws per seed (batch overhead sigma {plant.batch_overhead_sigma:.2f}, "
+             f"service sigma up to {max(plant.service_sigma.values()):.2f}), feasibility judged on their "
+             f"{args.noise_quantile:g} quantile" if plant.noisy else "; no noise (the calibration measured none)")
     oracle_cost = sum(oracle_costs) / len(oracle_costs)
     defaults = evaluate(args.controller, dict(space.fixed), schedules, plant, **settings)
     print(f"screening {args.controller} on {spec.name} ({spec.duration_s if args.duration is None else args.duration:g}"
@@ -80,7 +85,7 @@ def cmd_screen(args) -> int:
           f"{' (run ' + calibration.run_id + ')' if calibration.run_id else ''}: trigger {args.trigger_s:g} s, "
           f"{plant.slots} slots, batch overhead {plant.batch_overhead_s:.3f} s; SLO {args.slo_latency_s:g} s for "
           f"{100 * args.slo_target:g} % of events, judged in the plant within {args.screen_headroom:g} x "
-          f"{args.slo_latency_s:g} s")
+          f"{args.slo_latency_s:g} s{noise}")
     header = "  cost slot-s  ÷orac     SLO   p95 s  actions  configuration"
     curves, results = {}, {}
     for sampler in (SAMPLERS if args.sampler == "both" else (args.sampler,)):
@@ -100,7 +105,9 @@ def cmd_screen(args) -> int:
                                   experiment=args.experiment, slo_target=args.slo_target,
                                   params={"controller": args.controller, "workload": spec.name, "sampler": sampler,
                                           "seeds": ",".join(map(str, seeds)), "calibration": reference,
-                                          "screen.headroom": args.screen_headroom},
+                                          "screen.headroom": args.screen_headroom,
+                                          "screen.noise_draws": args.noise_draws if plant.noisy else 0,
+                                          "screen.noise_quantile": args.noise_quantile},
                                   tags={"controller": args.controller, "workload": spec.name,
                                         "tuning.calibration": reference})
             print(f"  (recorded: MLflow run {run_id} in experiment {tuning_experiment(args.experiment)}, its trials "
@@ -145,7 +152,8 @@ def cmd_tune(args) -> int:
                             "calibration": args.calibration or "", "trials": args.trials, "k": args.top,
                             "seeds": seeds, "spark_minutes": args.spark_minutes, "duration_s": args.duration,
                             "slo_latency_s": args.slo_latency_s, "slo_target": args.slo_target,
-                            "sampler": args.sampler, "screen_headroom": args.screen_headroom}, tracking_uri)
+                            "sampler": args.sampler, "screen_headroom": args.screen_headroom,
+                            "noise_draws": args.noise_draws, "noise_quantile": args.noise_quantile}, tracking_uri)
     except TuningError as exc:
         raise SpaceError(str(exc)) from None
     name = args.study_name or timestamped("tune")
@@ -217,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
     headroom_help = (f"events count as on time in the plant within this fraction of the SLO latency: a margin for "
                      f"what the simulator does not model (default {SCREEN_HEADROOM:g}; 1 = none)")
     s.add_argument("--screen-headroom", type=float, default=SCREEN_HEADROOM, help=headroom_help)
+    draws_help = (f"noisy runs per seed and trial, when the calibration measured Spark's spread (default "
+                  f"{NOISE_DRAWS})")
+    quantile_help = (f"a trial is feasible when this lower quantile of its runs' SLO attainment meets the target "
+                     f"(default {RELIABLE_QUANTILE:g}; 0.5 = the median)")
+    s.add_argument("--noise-draws", type=int, default=NOISE_DRAWS, help=draws_help)
+    s.add_argument("--noise-quantile", type=float, default=RELIABLE_QUANTILE, help=quantile_help)
     t = sub.add_parser("tune", help="screen, confirm on Spark and promote (the elastic_tuning DAG without Airflow)")
     t.add_argument("--controllers", required=True, help="comma-separated controller names, e.g. ds2,threshold")
     t.add_argument("--workloads", required=True, help="comma-separated catalogue names or YAML files")
@@ -229,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--top", type=int, default=3, help="k: screened configurations confirmed per controller")
     t.add_argument("--sampler", default="tpe", choices=SAMPLERS)
     t.add_argument("--screen-headroom", type=float, default=SCREEN_HEADROOM, help=headroom_help)
+    t.add_argument("--noise-draws", type=int, default=NOISE_DRAWS, help=draws_help)
+    t.add_argument("--noise-quantile", type=float, default=RELIABLE_QUANTILE, help=quantile_help)
     t.add_argument("--spark-minutes", type=float, default=60.0, help="budget of the Spark confirmation")
     t.add_argument("--master", default="local[4]")
     t.add_argument("--storage", default=None, help="Optuna storage (default sqlite:///.local/tuning/optuna.db)")

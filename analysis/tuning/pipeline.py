@@ -13,7 +13,8 @@ from typing import Any
 from analysis.suite import SuiteError, SuiteRequest
 from analysis.tuning.calibrations import load_calibration
 from analysis.tuning.confirmation import Candidate, plan
-from analysis.tuning.screening import SAMPLERS, SCREEN_HEADROOM, headroom_problem
+from analysis.tuning.screening import (NOISE_DRAWS, RELIABLE_QUANTILE, SAMPLERS, SCREEN_HEADROOM, headroom_problem,
+                                       noise_problems)
 from analysis.tuning.space import SpaceError, build_space
 from analysis.tuning.study import StudyRequest, durations, run_study, study_name
 from jobs.topology import load_topology
@@ -56,6 +57,8 @@ def validate(params: dict[str, Any], tracking_uri: str) -> dict[str, Any]:
                         f"got {minutes!r}")
     if headroom_problem(params.get("screen_headroom", SCREEN_HEADROOM)):
         problems.append(f"params.screen_headroom: {headroom_problem(params['screen_headroom'])}")
+    problems += [f"params.noise_{problem}" for problem in noise_problems(
+        params.get("noise_draws", NOISE_DRAWS), params.get("noise_quantile", RELIABLE_QUANTILE))]
     if params.get("sampler") not in SAMPLERS:
         problems.append(f"params.sampler: expected one of {', '.join(SAMPLERS)}, got {params.get('sampler')!r}")
     try:  # workloads, seeds, SLO and duration as any suite checks them
@@ -90,7 +93,9 @@ def screen_all(request: dict[str, Any], *, prefix: str, storage: str, tracking_u
                                  trials=request["trials"], k=request["k"], duration_s=request.get("duration_s"),
                                  slo_latency_s=request["slo_latency_s"], slo_target=request["slo_target"],
                                  sampler=request["sampler"],
-                                 headroom=request.get("screen_headroom", SCREEN_HEADROOM))
+                                 headroom=request.get("screen_headroom", SCREEN_HEADROOM),
+                                 draws=request.get("noise_draws", NOISE_DRAWS),
+                                 quantile=request.get("noise_quantile", RELIABLE_QUANTILE))
             name = study_name(prefix, controller, workload)
             found, run_id = run_study(study, name=name, storage=storage, tracking_uri=tracking_uri,
                                       experiment=experiment, calibration=calibration)

@@ -13,7 +13,7 @@ from typing import Sequence
 from analysis.tuning.calibrations import load_calibration
 from analysis.tuning.confirmation import Candidate
 from analysis.tuning.records import record_study
-from analysis.tuning.screening import SCREEN_HEADROOM, evaluate, ranked, screen
+from analysis.tuning.screening import NOISE_DRAWS, RELIABLE_QUANTILE, SCREEN_HEADROOM, evaluate, ranked, screen
 from analysis.tuning.space import build_space
 from jobs.topology import load_topology
 from params.run import RUN_SETTINGS
@@ -40,6 +40,8 @@ class StudyRequest:
     ranges: tuple[str, ...] = ()
     fixed: tuple[str, ...] = ()
     headroom: float = SCREEN_HEADROOM  # events judged on time in the plant within headroom x the SLO latency
+    draws: int = NOISE_DRAWS  # noisy runs per seed and trial (when the calibration measured noise)
+    quantile: float = RELIABLE_QUANTILE  # feasibility judged on this lower quantile of the runs' attainment
 
 
 def study_name(prefix: str, controller: str, workload: str) -> str:
@@ -55,7 +57,8 @@ def run_study(request: StudyRequest, *, name: str, storage: str | None, tracking
     plant = calibration.plant(load_topology(request.topology).names, request.trigger_s, request.max_degree)
     spec = load_workload(request.workload)
     schedules = [Schedule(spec.with_overrides(duration_s=request.duration_s, seed=s)) for s in request.seeds]
-    settings = dict(slo_latency_s=request.slo_latency_s, slo_target=request.slo_target, headroom=request.headroom)
+    settings = dict(slo_latency_s=request.slo_latency_s, slo_target=request.slo_target, headroom=request.headroom,
+                    draws=request.draws, quantile=request.quantile)
     study = screen(space, schedules, plant, trials=request.trials, sampler=request.sampler,
                    seed=request.sampler_seed, storage=storage, study_name=name, **settings)
     calibration_ref = calibration.run_id or calibration.source
@@ -65,6 +68,9 @@ def run_study(request: StudyRequest, *, name: str, storage: str | None, tracking
               "slo.target": request.slo_target, "screen.headroom": request.headroom,
               "calibration": calibration_ref, "topology": request.topology,
               "plant.slots": plant.slots, "plant.batch_overhead_s": plant.batch_overhead_s,
+              "plant.batch_overhead_sigma": plant.batch_overhead_sigma,
+              "plant.service_sigma": ",".join(f"{k}={v:.3g}" for k, v in plant.service_sigma.items()) or "none",
+              "screen.noise_draws": request.draws if plant.noisy else 0, "screen.noise_quantile": request.quantile,
               "trigger_s": request.trigger_s, "max_degree": request.max_degree}
     tags = {"controller": request.controller, "workload": request.workload, "tuning.calibration": calibration_ref}
     run_id = record_study(study, space, tracking_uri=tracking_uri, experiment=experiment,

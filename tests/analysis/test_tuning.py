@@ -125,6 +125,32 @@ def test_headroom_judges_events_against_less_than_the_slo_and_a_study_keeps_its_
         screen(space, schedules[:1], plant, trials=1, **SLO, headroom=1.5)
 
 
+def test_a_noisy_plant_judges_a_trial_on_its_worse_runs_and_a_study_keeps_its_noise_settings(schedules, tmp_path):
+    """With the calibration's spread, each seed runs `draws` times on common noise; the constraint reads the runs'
+    lower quantile, so a configuration feasible only on average is not feasible."""
+    noisy = Calibration.from_params(CALIBRATION).with_noise(
+        {"batch_overhead_sigma": 0.5, "service_sigma": {"enrich": 0.3}}).plant(OPS, 2.0, 8)
+    tight = dict(slo_latency_s=3.5, slo_target=0.95)
+    found = evaluate("ds2", {}, schedules, noisy, **tight, headroom=1.0, draws=4, quantile=0.1)
+    again = evaluate("ds2", {}, schedules, noisy, **tight, headroom=1.0, draws=4, quantile=0.1)
+    assert found == again, "seeded noise: the same figures"
+    assert found.slo_attainment_low < found.slo_attainment, found
+    assert found.judged_attainment == found.slo_attainment_low
+    median = evaluate("ds2", {}, schedules, noisy, **tight, headroom=1.0, draws=4, quantile=0.5)
+    assert median.slo_attainment_low >= found.slo_attainment_low
+    storage = f"sqlite:///{tmp_path / 'tuning.db'}"
+    space = build_space("ds2")
+    study = screen(space, schedules[:1], noisy, trials=2, storage=storage, study_name="n", **SLO, draws=2)
+    assert study.user_attrs["judged"]["draws"] == 2 and study.user_attrs["judged"]["quantile"] == 0.2
+    assert study.trials[0].user_attrs["slo_attainment_low"] <= study.trials[0].user_attrs["slo_attainment"]
+    assert study.trials[0].constraints["slo"] == pytest.approx(SLO["slo_target"]
+                                                           - study.trials[0].user_attrs["slo_attainment_low"])
+    with pytest.raises(SpaceError, match="study 'n' in .* judged its trials by .*'draws': 2"):
+        screen(space, schedules[:1], noisy, trials=1, storage=storage, study_name="n", **SLO, draws=3)
+    with pytest.raises(SpaceError, match=r"draws must be an integer >= 1.*quantile must be in \[0, 0.5\]"):
+        screen(space, schedules[:1], noisy, trials=1, **SLO, draws=0, quantile=0.9)
+
+
 def test_the_command_prints_the_space_and_screens_from_a_calibration_file(tmp_path, capsys):
     assert tuning_main(["space", "threshold", "--range", "cooldown_s=2:30"]) == 0
     assert "cooldown_s           float [2, 30]" in capsys.readouterr().out
@@ -156,6 +182,8 @@ def test_the_command_prints_the_space_and_screens_from_a_calibration_file(tmp_pa
     (["screen", "ds2", "--workload", "step", "--calibration", "x", "--trials", "0"], "--trials must be >= 1"),
     (["screen", "ds2", "--workload", "step", "--calibration", "x", "--slo-target", "1.5"], "slo_target"),
     (["screen", "ds2", "--workload", "step", "--calibration", "x", "--screen-headroom", "0"], "--screen-headroom"),
+    (["screen", "ds2", "--workload", "step", "--calibration", "x", "--noise-draws", "0"], "--noise-draws must be"),
+    (["screen", "ds2", "--workload", "step", "--calibration", "x", "--noise-quantile", "0.7"], "--noise-quantile"),
 ])
 def test_bad_input_is_exit_2_and_one_line_before_any_trial(argv, message, capsys, tmp_path, monkeypatch):
     (tmp_path / "x").write_text(yaml.safe_dump({"params": CALIBRATION}))
@@ -167,13 +195,13 @@ def test_bad_input_is_exit_2_and_one_line_before_any_trial(argv, message, capsys
 
 def test_tune_rejects_a_bad_request_with_every_problem_before_any_trial_or_spark_run(capsys, tmp_path):
     code = tuning_main(["tune", "--controllers", "ds2,static", "--workloads", "step", "--calibration", "nowhere.yaml",
-                        "--trials", "0", "--spark-minutes", "0", "--screen-headroom", "2",
+                        "--trials", "0", "--spark-minutes", "0", "--screen-headroom", "2", "--noise-draws", "0",
                         "--tracking-uri", f"sqlite:///{tmp_path}/m.db",
                         "--storage", f"sqlite:///{tmp_path}/o.db"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: invalid tuning request:")
     for message in ("params.controllers[1]", "params.trials", "params.spark_minutes", "params.calibration",
-                    "params.screen_headroom"):
+                    "params.screen_headroom", "params.noise_draws must be an integer >= 1"):
         assert message in err, err
     assert not (tmp_path / "o.db").exists(), "no study was opened"
 

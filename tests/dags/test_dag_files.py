@@ -57,9 +57,11 @@ print(json.dumps(out))
     from analysis.predictors.dataset import load_spec
     assert load_spec().horizon.step_s == RUN_SETTINGS["trigger_s"].default
     assert set(training["params"]) == {"dataset", "seed", "coverage", "min_improvement", "candidates"}
-    # the tuning DAG's screening margin defaults to the screening's own (the DAG file may not import it)
-    from analysis.tuning.screening import SCREEN_HEADROOM
-    assert out["dags"]["elastic_tuning"]["params"]["screen_headroom"]["default"] == SCREEN_HEADROOM
+    # the tuning DAG's screening margin and noise default to the screening's own (the DAG file may not import them)
+    from analysis.tuning.screening import NOISE_DRAWS, RELIABLE_QUANTILE, SCREEN_HEADROOM
+    tuning = out["dags"]["elastic_tuning"]["params"]
+    assert tuning["screen_headroom"]["default"] == SCREEN_HEADROOM
+    assert (tuning["noise_draws"]["default"], tuning["noise_quantile"]["default"]) == (NOISE_DRAWS, RELIABLE_QUANTILE)
 
 
 def test_invalid_params_fail_before_anything_is_submitted(tmp_path):

@@ -57,3 +57,19 @@ def test_a_round_service_time_and_no_calibration_run_still_round_trip(service, r
     parsed = {k: param_value(v) for k, v in (pair.split("=", 1) for pair in pairs)}
     oracle = controllers.build_controller(name, parsed, OPS, 8)
     assert oracle.params["service_s"] == {op: service for op in OPS} and oracle.params["calibration_run"] == run
+
+
+def test_the_noise_fit_recovers_known_spreads_and_leaves_the_first_batch_out():
+    from jobs.calibrate import fit_noise
+
+    rng = np.random.default_rng(7)
+    table = batches(n=200)
+    spans = table[[f"span_s_{op}" for op in OPS]].sum(axis=1)
+    table["busy_s_enrich"] = table["busy_s_enrich"] * np.exp(rng.normal(0, 0.1, len(table)))
+    table["batch_duration_s"] = spans + 0.12 * np.exp(rng.normal(0, 0.25, len(table)))
+    table.loc[0, "batch_duration_s"] += 5.0  # Spark's one-time start: not noise
+    table["batch_id"] = range(len(table))
+    noise = fit_noise(table, OPS, fit_costs(table, OPS))
+    assert noise["batch_overhead_sigma"] == pytest.approx(0.25, rel=0.15)
+    assert noise["service_sigma"]["enrich"] == pytest.approx(0.1, rel=0.2)
+    assert noise["service_sigma"]["parse"] < 0.05, "only the measurement jitter of the fabricated batches"

@@ -1,6 +1,7 @@
 """The job's calibration as the simulator reads it: every bad field named with where it came from, and a
 calibration of another topology refused (its costs would stand for a job that is not the one being tuned)."""
 import pytest
+import yaml
 
 from simulator.calibration import Calibration, CalibrationError
 from simulator.evaluate import simulate_configuration
@@ -38,3 +39,18 @@ def test_the_plant_has_the_calibrated_costs_and_the_oracle_is_the_least_cost_tha
         static = simulate_configuration("static", {"degree": degree}, schedule, plant, slo_latency_s=5.0)
         assert static.slo_attainment < 0.95 or static.cost_slot_seconds >= oracle.cost_slot_seconds, degree
     assert oracle.slo_attainment >= 0.95 and oracle.batches > 20
+
+
+def test_a_calibration_file_carries_the_noise_into_the_plant_and_names_a_bad_spread(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"controller": "oracle", "params": CALIBRATION,
+                                    "noise": {"batch_overhead_sigma": 0.14, "service_sigma": {"enrich": 0.04}}}))
+    plant = Calibration.from_file(path).plant(OPS, 2.0, 8)
+    assert plant.noisy and plant.batch_overhead_sigma == 0.14
+    assert plant.service_sigma == {"parse": 0.0, "enrich": 0.04, "aggregate": 0.0, "sink": 0.0}
+    assert "noise" not in str(Calibration.from_file(path).oracle_params()), "the oracle plans on the medians"
+    path.write_text(yaml.safe_dump({"params": CALIBRATION}))
+    assert not Calibration.from_file(path).plant(OPS, 2.0, 8).noisy, "a calibration made before noise was measured"
+    path.write_text(yaml.safe_dump({"params": CALIBRATION, "noise": {"service_sigma": {"enrich": -1}}}))
+    with pytest.raises(CalibrationError, match=r"c.yaml: field 'noise.service_sigma\['enrich'\]' must be a number >= 0"):
+        Calibration.from_file(path)

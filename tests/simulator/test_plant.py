@@ -63,3 +63,29 @@ def test_every_due_event_is_read_once_and_latency_counts_from_its_scheduled_arri
     first = run.batches[0]
     assert first.latencies_s.max() == pytest.approx(first.end_s - 0.0), "event 0 arrives at 0, leaves at batch end"
     assert all(b.latencies_s.min() >= 0 for b in run.batches)
+
+
+NOISY = chain([("parse", 0.00002), ("enrich", 0.0004), ("aggregate", 0.00005), ("sink", 0.00002)],
+              trigger_interval_s=2.0, slots=4, max_degree=8, batch_overhead_s=0.3, batch_overhead_sigma=0.3,
+              service_sigma={"enrich": 0.2})
+
+
+def _durations(plant, noise_seed, rate=1500, duration_s=60):
+    loop = ControlLoop(build_controller("static", {"degree": 2}, OPS, 8))
+    return [b.snapshot.batch_duration_s for b in simulate(plant, ConstantArrivals(rate, duration_s), loop,
+                                                           duration_s, noise_seed=noise_seed).batches]
+
+
+def test_noise_is_seeded_and_spreads_batches_around_the_deterministic_cost():
+    plain = _durations(NOISY, None, duration_s=300)
+    assert max(plain[1:-1]) - min(plain[1:-1]) < 0.01, "no seed: the deterministic plant, steady batches alike"
+    first, again, other = _durations(NOISY, [1, 0]), _durations(NOISY, [1, 0]), _durations(NOISY, [1, 1])
+    assert first == again, "same noise seed, same run"
+    assert first != other
+    import numpy as np
+    many = np.concatenate([_durations(NOISY, [s, 0], duration_s=300) for s in range(4)])
+    # overhead: median-one factor; enrich: mean-one factor; so the mean stays within a few % of the plain batch
+    assert np.mean(many) == pytest.approx(np.mean(plain), rel=0.05)
+    assert np.std(np.log(many)) > 0.05, "the batches vary"
+    # a plant with no spread ignores the seed
+    assert _durations(PLANT, [1, 0]) == _durations(PLANT, None)
