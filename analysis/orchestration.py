@@ -90,11 +90,17 @@ def case_run(tracking_uri: str, parent_run_id: str, case_index: int):
 
 
 def analyse(tracking_uri: str, parent_run_id: str, case_count: int) -> str:
-    """The report on the parent run; runs the suite expected but that never started are named."""
+    """The report on the parent run; runs the suite expected but that never started are named (those the
+    Spark-minutes budget skipped apart)."""
+    from analysis.budget import skipped_cases
+
     runs = load_runs(tracking_uri, parent_run_id=parent_run_id)
     path = report_for_parent(tracking_uri, parent_run_id)
-    missing = case_count - len(runs)
+    skipped = skipped_cases(MlflowClient(tracking_uri), parent_run_id)
+    missing = case_count - len(skipped) - len(runs)
     text = f"report: {path}; {len(runs)} of {case_count} runs recorded, {(runs['status'] == 'FINISHED').sum()} finished"
+    if skipped:
+        text += f"; {len(skipped)} case(s) skipped by the Spark-minutes budget"
     if missing > 0:
         MlflowClient(tracking_uri).set_tag(parent_run_id, "missing_runs", str(missing))
         text += f"; {missing} case(s) never started a run"
@@ -108,12 +114,20 @@ def promote(tracking_uri: str, parent_run_id: str) -> list[str]:
 
 
 def close(tracking_uri: str, parent_run_id: str, case_count: int) -> str:
-    """FINISHED only if every case finished (or was pruned on purpose: its SLO target was out of reach); anything
-    else leaves the parent FAILED (and so never promoted)."""
+    """FINISHED only if every case finished (or was pruned on purpose: its SLO target was out of reach, or skipped
+    on purpose: the Spark-minutes budget was spent, analysis.budget); anything else leaves the parent FAILED
+    (and so never promoted)."""
+    from analysis.budget import skipped_cases
+
+    client = MlflowClient(tracking_uri)
     runs = load_runs(tracking_uri, parent_run_id=parent_run_id)
-    ok = len(runs) == case_count and runs["status"].isin(DONE).all()
+    skipped = skipped_cases(client, parent_run_id)
+    ok = len(runs) + len(skipped) == case_count and runs["status"].isin(DONE).all()
+    if skipped:
+        client.set_tag(parent_run_id, "budget.stopped", f"{len(skipped)} of {case_count} case(s) skipped: the "
+                       "Spark-minutes budget was spent; the report and the promotion use the complete configurations")
     status = "FINISHED" if ok else "FAILED"
-    MlflowClient(tracking_uri).set_terminated(parent_run_id, status)
+    client.set_terminated(parent_run_id, status)
     return status
 
 

@@ -12,7 +12,9 @@ default, `[elastic_streaming] optuna_storage` on a cluster), so a retried task r
 its best screened configuration first, the current champion next, then the other top-k. Every configuration runs
 on every seed or not at all; what did not fit is named on the parent run (tag `tuning.left_out`). `run_case`
 submits them one at a time (pool `elastic_streaming_runs`); a run that can no longer meet the SLO target stops
-early (MLflow status KILLED, tag `pruned`, never compared as complete). `analyse`, `promote` (the
+early (MLflow status KILLED, tag `pruned`, never compared as complete). Before each case starts, the Spark minutes
+spent so far (the suite's runs' wall time) plus the case's estimate must fit `spark_minutes`; a case that does not
+fit is skipped (tag `budget.skipped.<case>` on the parent run) and the suite ends cleanly with what is known. `analyse`, `promote` (the
 champion/challenger rule; a promoted version carries `tuning.study`, `tuning.trial`, `tuning.calibration`) and
 `close` are those of every suite.
 """
@@ -57,7 +59,7 @@ from elastic_streaming import (LINK_XCOM_KEY, OWNER, analyse_promote_close, expe
         "slo_latency_s": run_setting_param("slo_latency_s"),
         "slo_target": run_setting_param("slo_target"),
         "sampler": Param("tpe", type="string", enum=["tpe", "random"], description="Optuna's TPE or random search"),
-        "screen_headroom": Param(0.8, type="number", exclusiveMinimum=0, maximum=1,
+        "screen_headroom": Param(1.0, type="number", exclusiveMinimum=0, maximum=1,
                                  description="in the simulator, events count as on time within this fraction of the "
                                              "SLO latency: a margin for what it does not model (1 = none)"),
         "noise_draws": Param(3, type="integer", minimum=1,

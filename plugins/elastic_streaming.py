@@ -114,6 +114,21 @@ def push_case_run_link(context, result=None) -> None:
         ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(run.info.experiment_id, run.info.run_id))
 
 
+def budget_gate(context) -> None:
+    """Before a case's Spark job: skip it when the suite's Spark-minutes budget (a tuning confirmation's) has no
+    room left for it (analysis.budget); suites without a budget always run."""
+    ti = context["ti"]
+    suite = ti.xcom_pull(task_ids="open_suite")
+    if not suite or suite.get("budget_minutes") is None:
+        return
+    from analysis.budget import gate
+
+    reason = gate(tracking_uri(), suite["parent_run_id"], ti.map_index, suite["case_minutes"][ti.map_index],
+                  suite["budget_minutes"])
+    if reason:
+        raise AirflowSkipException(reason)
+
+
 def submit_cases(suite, *, name: str, timeout: timedelta):
     """One mapped spark-submit of jobs/run.py per case of `suite` (the open_suite task's output), on the Spark
     connection of the run's params, in the shared pool, with the MLflow link and retries for infrastructure
@@ -136,6 +151,7 @@ def submit_cases(suite, *, name: str, timeout: timedelta):
         retry_delay=timedelta(seconds=30),
         retry_policy=SparkInfrastructureRetry(),
         execution_timeout=timeout,
+        pre_execute=budget_gate,
         post_execute=push_case_run_link,
         on_failure_callback=push_case_run_link,
     ).expand_kwargs(cases(suite))
@@ -143,8 +159,8 @@ def submit_cases(suite, *, name: str, timeout: timedelta):
 
 def analyse_promote_close(runs, *, not_opened: str, nothing_run: str, incomplete: str) -> None:
     """The tasks after a suite's Spark runs, the same in every DAG that runs suites: `analyse` (the report on the
-    parent run; its button opens it), `promote` (only when every case succeeded, and params.promote), `close`
-    (parent FINISHED, or the task fails). The messages say what this DAG had to open: `not_opened` (analyse skipped),
+    parent run; its button opens it), `promote` (only when no case failed — one the budget skipped did not fail —
+    and params.promote), `close` (parent FINISHED, or the task fails). The messages say what this DAG had to open: `not_opened` (analyse skipped),
     `nothing_run` (close failed), `incomplete` (its prefix when the suite did not complete)."""
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def analyse(ti=None) -> str:
@@ -159,7 +175,7 @@ def analyse_promote_close(runs, *, not_opened: str, nothing_run: str, incomplete
         ti.xcom_push(key=LINK_XCOM_KEY, value=run_url(parent.info.experiment_id, parent.info.run_id))
         return analyse_suite(tracking_uri(), suite["parent_run_id"], suite["case_count"])
 
-    @task
+    @task(trigger_rule=TriggerRule.NONE_FAILED)  # a case skipped by the budget is not a failure
     def promote(ti=None, params=None) -> list[str]:
         from analysis.orchestration import promote as promote_suite
 
@@ -183,7 +199,7 @@ def analyse_promote_close(runs, *, not_opened: str, nothing_run: str, incomplete
     report = analyse()
     promotion = promote()
     runs >> report >> promotion >> close()
-    runs >> promotion  # promote only when every case succeeded (all_success over the mapped runs too)
+    runs >> promotion  # promote only when no case failed (none_failed over the mapped runs too)
 
 
 class SparkInfrastructureRetry(RetryPolicy):

@@ -140,6 +140,7 @@ def cmd_tune(args) -> int:
     """The tuning DAG's pipeline without Airflow: screen, confirm on Spark one run at a time, analyse, promote."""
     import subprocess
 
+    from analysis.budget import gate
     from analysis.orchestration import analyse, close, promote
     from analysis.suite import timestamped
     from analysis.tuning.pipeline import TuningError, open_confirmation, screen_all, validate
@@ -176,6 +177,10 @@ def cmd_tune(args) -> int:
           f"run {parent}" + "".join(f"\n  left out: {x}" for x in suite["left_out"]))
     for i, case in enumerate(suite["cases"]):
         print(f"=== [{i + 1}/{suite['case_count']}] {case[case.index('--run-name') + 1]}", flush=True)
+        over = gate(tracking_uri, parent, i, suite["case_minutes"][i], suite["budget_minutes"])
+        if over:
+            print(f"    {over}", flush=True)
+            continue
         subprocess.run([sys.executable, "-m", "jobs.run", *case, "--master", args.master], cwd=REPO_ROOT)
     print(analyse(tracking_uri, parent, suite["case_count"]))
     if args.promote:

@@ -10,6 +10,7 @@ workload, each controller's defaults and its best screened configuration first (
 for), then the current champion (so the rule can compare with it), then the next-ranked candidates — and a
 configuration is confirmed over all its seeds or not at all: a configuration that does not fit is left out and
 named, never half-run. An estimate of a case's minutes is its workload length plus a fixed start-up cost per run.
+While the cases run, analysis.budget checks what was really spent before each one starts.
 """
 from __future__ import annotations
 
@@ -59,12 +60,13 @@ class Plan:
 
     cases: list[Case] = field(default_factory=list)
     case_tags: list[dict[str, str]] = field(default_factory=list)
+    case_minutes: list[float] = field(default_factory=list)  # each case's estimate: what the budget gate expects
     left_out: list[str] = field(default_factory=list)
     minutes: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cases": [asdict(c) for c in self.cases], "case_tags": self.case_tags, "left_out": self.left_out,
-                "minutes": self.minutes}
+        return {"cases": [asdict(c) for c in self.cases], "case_tags": self.case_tags,
+                "case_minutes": self.case_minutes, "left_out": self.left_out, "minutes": self.minutes}
 
 
 def _priority(candidate: Candidate) -> tuple[int, int]:
@@ -103,6 +105,7 @@ def plan(candidates: list[Candidate], seeds: list[int], durations: dict[str, flo
         for seed in seeds:
             out.cases.append(Case(candidate.label, candidate.workload, seed))
             out.case_tags.append(candidate.tags())
+            out.case_minutes.append(cost / len(seeds))
     if not out.cases:
         smallest = len(seeds) * case_minutes(min(durations.values()), overhead_s)
         raise BudgetError(f"spark_minutes {budget_minutes:g} cannot confirm a single configuration over "

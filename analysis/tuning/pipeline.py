@@ -2,7 +2,8 @@
 
     validate -> screen (one study per controller x workload, in the calibrated plant, recorded in MLflow)
              -> open_confirmation (plan the Spark cases within the budget, open the suite's parent run)
-             -> run_case (mapped Spark jobs, pruned when their SLO target is out of reach)
+             -> run_case (mapped Spark jobs, pruned when their SLO target is out of reach; each starts only
+                          if the Spark minutes spent so far leave room for it: analysis.budget)
              -> analyse -> promote -> close   (as for any suite: analysis.orchestration)
 """
 from __future__ import annotations
@@ -144,4 +145,5 @@ def open_confirmation(request: dict[str, Any], screened: dict[str, Any], *, trac
     client.log_param(parent, "spark_minutes.planned", round(planned.minutes, 2))
     if planned.left_out:
         client.set_tag(parent, "tuning.left_out", "; ".join(planned.left_out)[:5000])
-    return {**opened, "left_out": planned.left_out, "planned_minutes": planned.minutes}
+    return {**opened, "left_out": planned.left_out, "planned_minutes": planned.minutes,
+            "case_minutes": planned.case_minutes, "budget_minutes": float(request["spark_minutes"])}

@@ -81,6 +81,7 @@ def test_the_plan_confirms_defaults_and_best_first_then_champion_then_the_rest_w
     assert planned.case_tags[0] == {"tuning.role": "defaults", "tuning.study": "s", "tuning.calibration": "c",
                                     "tuning.trial": "1"}
     assert planned.case_tags[4] == {"tuning.role": "champion"}
+    assert planned.case_minutes == [pytest.approx(one)] * 8, "each case's estimate, for the budget gate"
 
 
 @pytest.mark.parametrize("minutes, seeds, message", [
