@@ -26,7 +26,7 @@ import pendulum
 from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowFailException
 from elastic_streaming import (LINK_XCOM_KEY, OWNER, analyse_promote_close, experiment_name, optuna_storage,
-                               run_setting_param, run_url, submit_cases, tracking_uri)
+                               run_setting_param, run_url, spark_master, submit_cases, tracking_uri)
 
 
 @dag(
@@ -68,6 +68,9 @@ from elastic_streaming import (LINK_XCOM_KEY, OWNER, analyse_promote_close, expe
         "noise_quantile": Param(0.2, type="number", minimum=0, maximum=0.5,
                                 description="a trial is feasible when this lower quantile of its runs' SLO "
                                             "attainment meets the target (0.5: the median)"),
+        "recheck_draws": Param(10, type="integer", minimum=0,
+                               description="noisy runs per seed of the 10 best configurations before the candidates "
+                                           "are named (the best of many noisy trials is partly the luckiest; 0: none)"),
         "spark_conn_id": Param("spark_default", type="string", minLength=1,
                                description="Airflow connection of the Spark master (local[N] or spark://host:port)"),
         "include_champions": Param(True, type="boolean", description="confirm against each workload's champion"),
@@ -84,13 +87,15 @@ def elastic_tuning():
         from analysis.tuning.pipeline import TuningError, validate as validate_request
 
         try:
-            request = validate_request(dict(params), tracking_uri())
-        except TuningError as exc:
-            raise AirflowFailException(str(exc)) from None
-        try:
             Connection.get(params["spark_conn_id"])
         except Exception:
             raise AirflowFailException(f"params.spark_conn_id: no Airflow connection {params['spark_conn_id']!r}")
+        try:
+            request = validate_request({**params, "master": spark_master(params["spark_conn_id"])}, tracking_uri())
+        except TuningError as exc:
+            raise AirflowFailException(str(exc)) from None
+        for warning in request["warnings"]:
+            print(f"warning: {warning}")
         return request
 
     @task(retries=2, retry_delay=timedelta(seconds=10))  # a retry resumes the stored studies

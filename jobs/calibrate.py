@@ -117,7 +117,9 @@ def calibrate(master: str, trigger_s: float, max_degree: int, degree: int, durat
     params = {**costs, "slots": int(run.data.params.get("spark.default_parallelism", max_degree)),
               "calibration_run": result["run_id"]}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(yaml.safe_dump({"controller": "oracle", "params": params, "noise": noise}, sort_keys=False))
+    measured = {"master": run.data.params.get("spark.master.effective", master), "at": run.info.start_time / 1000}
+    out.write_text(yaml.safe_dump({"controller": "oracle", "params": params, "noise": noise, "measured": measured},
+                                  sort_keys=False))
     client.log_artifact(result["run_id"], str(out), "calibration")
     client.set_tag(result["run_id"], "calibration.variant", variant(params)[:5000])
     for key, value in {**costs, **{f"noise.{k}": v for k, v in noise.items()}}.items():

@@ -101,6 +101,14 @@ def spark_env() -> dict[str, str]:
             "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
 
 
+def spark_master(conn_id: str) -> str:
+    """The master URL spark-submit will get from the connection, as the provider's hook builds it (so a check of
+    the master sees what the Spark jobs will use)."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    return SparkSubmitHook(conn_id=conn_id)._resolve_connection()["master"]
+
+
 def push_case_run_link(context, result=None) -> None:
     """After a case's Spark job (success or failure): find its MLflow run and put the link on the task."""
     from analysis.orchestration import case_run

@@ -34,6 +34,10 @@ class Calibration:
     # plant is then deterministic, and a study says so (its params record the spreads it used)
     batch_overhead_sigma: float = 0.0
     service_sigma: Mapping[str, float] = field(default_factory=dict)
+    # where and when it was measured (jobs.calibrate's `measured:`, or the calibration run's params): costs hold for
+    # one master on one machine, and drift (the same machine's batch overhead was 0.42-0.75 s on different days)
+    master: str = ""
+    measured_at_s: float | None = None  # epoch seconds
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], source: str = "<params>") -> "Calibration":
@@ -73,12 +77,29 @@ class Calibration:
         except yaml.YAMLError as exc:
             raise CalibrationError(f"{path}: not YAML ({exc})") from None
         noise = raw.get("noise") if isinstance(raw, Mapping) else None
+        measured = raw.get("measured") if isinstance(raw, Mapping) else None
         if isinstance(raw, Mapping) and isinstance(raw.get("params"), Mapping):
             raw = raw["params"]
         if not isinstance(raw, Mapping):
             raise CalibrationError(f"{path}: expected the mapping jobs.calibrate writes, got {type(raw).__name__}")
         calibration = cls.from_params(raw, source=str(path))
+        if isinstance(measured, Mapping):
+            at = measured.get("at")
+            calibration = replace(calibration, master=str(measured.get("master") or ""),
+                                  measured_at_s=float(at) if isinstance(at, (int, float)) else None)
         return calibration.with_noise(noise) if noise is not None else calibration
+
+    def check_master(self, master: str | None) -> None:
+        """The runs a study screens for must use the master the costs were measured on."""
+        if self.master and master and self.master.strip() != master.strip():
+            raise CalibrationError(f"{self.source}: measured on master {self.master}, but the runs use {master} "
+                                   f"(its costs would stand for another setup: run python -m jobs.calibrate "
+                                   f"--master {master})")
+
+    def age_hours(self, now_s: float | None = None) -> float | None:
+        import time
+
+        return None if self.measured_at_s is None else ((now_s or time.time()) - self.measured_at_s) / 3600.0
 
     def with_noise(self, noise: Any) -> "Calibration":
         """The `noise:` section jobs.calibrate writes: batch_overhead_sigma, service_sigma per operator (>= 0)."""

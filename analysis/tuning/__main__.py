@@ -20,8 +20,9 @@ import sys
 import time
 
 from analysis.tuning.calibrations import load_calibration
-from analysis.tuning.screening import (NOISE_DRAWS, RELIABLE_QUANTILE, SAMPLERS, SCREEN_HEADROOM, Screened,
-                                       best_so_far, evaluate, headroom_problem, noise_problems, ranked, screen)
+from analysis.tuning.screening import (NOISE_DRAWS, RECHECK_DRAWS, RECHECK_TOP, RELIABLE_QUANTILE, SAMPLERS,
+                                       SCREEN_HEADROOM, Screened, best_so_far, evaluate, headroom_problem,
+                                       noise_problems, ranked, recheck, screen)
 from analysis.tuning.space import SearchSpace, SpaceError, build_space
 from jobs.topology import load_topology
 from params.run import RUN_SETTINGS
@@ -44,8 +45,8 @@ def cmd_space(args) -> int:
 def _row(s: Screened, oracle_cost: float, slo_target: float) -> str:
     ratio = f"{s.cost_slot_seconds / oracle_cost:5.2f}" if oracle_cost > 0 else "    —"
     mark = "" if s.feasible(slo_target) else "  (misses the SLO target)"
-    return (f"  {s.cost_slot_seconds:9.1f}  {ratio}  {100 * s.slo_attainment:6.1f}%  {s.latency_p95_s:6.2f}  "
-            f"{s.scaling_actions:6.1f}  {s.label}{mark}")
+    return (f"  {s.cost_slot_seconds:9.1f}  {ratio}  {100 * s.slo_attainment:6.1f}%  "
+            f"{100 * s.judged_attainment:6.1f}%  {s.latency_p95_s:6.2f}  {s.scaling_actions:6.1f}  {s.label}{mark}")
 
 
 def cmd_screen(args) -> int:
@@ -65,6 +66,8 @@ def cmd_screen(args) -> int:
         raise SpaceError(f"--screen-headroom {headroom_problem(args.screen_headroom)}")
     if noise_problems(args.noise_draws, args.noise_quantile):
         raise SpaceError("; ".join(f"--noise-{p}" for p in noise_problems(args.noise_draws, args.noise_quantile)))
+    if args.recheck_draws < 0:
+        raise SpaceError(f"--recheck-draws must be >= 0 (0: no recheck), got {args.recheck_draws}")
     spec = load_workload(args.workload)
     schedules = [Schedule(spec.with_overrides(duration_s=args.duration, seed=seed)) for seed in seeds]
     operators = load_topology(args.topology).names
@@ -77,16 +80,18 @@ def cmd_screen(args) -> int:
     settings.update(headroom=args.screen_headroom, draws=args.noise_draws, quantile=args.noise_quantile)
     noise = (f"; noise: {args.noise_draws} draws per seed (batch overhead sigma {plant.batch_overhead_sigma:.2f}, "
              f"service sigma up to {max(plant.service_sigma.values()):.2f}), feasibility judged on their "
-             f"{args.noise_quantile:g} quantile" if plant.noisy else "; no noise (the calibration measured none)")
+             f"{args.noise_quantile:g} quantile; the best {RECHECK_TOP} rechecked with {args.recheck_draws} draws"
+             if plant.noisy else "; no noise (the calibration measured none)")
     oracle_cost = sum(oracle_costs) / len(oracle_costs)
-    defaults = evaluate(args.controller, dict(space.fixed), schedules, plant, **settings)
+    judged = {**settings, "draws": args.recheck_draws or args.noise_draws}  # as run_study names candidates
+    defaults = evaluate(args.controller, dict(space.fixed), schedules, plant, **judged)
     print(f"screening {args.controller} on {spec.name} ({spec.duration_s if args.duration is None else args.duration:g}"
           f" s, seeds {','.join(map(str, seeds))}) in the plant model calibrated by {calibration.source}"
           f"{' (run ' + calibration.run_id + ')' if calibration.run_id else ''}: trigger {args.trigger_s:g} s, "
           f"{plant.slots} slots, batch overhead {plant.batch_overhead_s:.3f} s; SLO {args.slo_latency_s:g} s for "
           f"{100 * args.slo_target:g} % of events, judged in the plant within {args.screen_headroom:g} x "
           f"{args.slo_latency_s:g} s{noise}")
-    header = "  cost slot-s  ÷orac     SLO   p95 s  actions  configuration"
+    header = "  cost slot-s  ÷orac     SLO  judged   p95 s  actions  configuration"
     curves, results = {}, {}
     for sampler in (SAMPLERS if args.sampler == "both" else (args.sampler,)):
         started = time.perf_counter()
@@ -94,7 +99,9 @@ def cmd_screen(args) -> int:
         study = screen(space, schedules, plant, trials=args.trials, sampler=sampler, seed=args.seed,
                        storage=args.storage, study_name=name, **settings)
         took = time.perf_counter() - started
-        curves[sampler], results[sampler] = best_so_far(study, args.slo_target), ranked(study, space, args.slo_target)
+        curves[sampler] = best_so_far(study, args.slo_target)
+        results[sampler] = recheck(args.controller, ranked(study, space, args.slo_target)[:max(RECHECK_TOP, args.top)],
+                                   schedules, plant, **{**judged, "draws": args.recheck_draws})
         print(f"\n{sampler}: {len(study.trials)} trials in {took:.1f} s; the best {args.top}:")
         if args.record:
             from analysis.tuning.records import record_study, tuning_experiment
@@ -154,9 +161,12 @@ def cmd_tune(args) -> int:
                             "seeds": seeds, "spark_minutes": args.spark_minutes, "duration_s": args.duration,
                             "slo_latency_s": args.slo_latency_s, "slo_target": args.slo_target,
                             "sampler": args.sampler, "screen_headroom": args.screen_headroom,
-                            "noise_draws": args.noise_draws, "noise_quantile": args.noise_quantile}, tracking_uri)
+                            "noise_draws": args.noise_draws, "noise_quantile": args.noise_quantile,
+                            "recheck_draws": args.recheck_draws, "master": args.master}, tracking_uri)
     except TuningError as exc:
         raise SpaceError(str(exc)) from None
+    for warning in request["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     name = args.study_name or timestamped("tune")
     storage = args.storage or f"sqlite:///{REPO_ROOT / '.local' / 'tuning' / 'optuna.db'}"
     if storage.startswith("sqlite:///"):
@@ -236,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
                      f"(default {RELIABLE_QUANTILE:g}; 0.5 = the median)")
     s.add_argument("--noise-draws", type=int, default=NOISE_DRAWS, help=draws_help)
     s.add_argument("--noise-quantile", type=float, default=RELIABLE_QUANTILE, help=quantile_help)
+    recheck_help = (f"noisy runs per seed of the {RECHECK_TOP} best configurations, simulated again before they are "
+                    f"ranked and named (default {RECHECK_DRAWS}; 0 = none)")
+    s.add_argument("--recheck-draws", type=int, default=RECHECK_DRAWS, help=recheck_help)
     t = sub.add_parser("tune", help="screen, confirm on Spark and promote (the elastic_tuning DAG without Airflow)")
     t.add_argument("--controllers", required=True, help="comma-separated controller names, e.g. ds2,threshold")
     t.add_argument("--workloads", required=True, help="comma-separated catalogue names or YAML files")
@@ -250,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--screen-headroom", type=float, default=SCREEN_HEADROOM, help=headroom_help)
     t.add_argument("--noise-draws", type=int, default=NOISE_DRAWS, help=draws_help)
     t.add_argument("--noise-quantile", type=float, default=RELIABLE_QUANTILE, help=quantile_help)
+    t.add_argument("--recheck-draws", type=int, default=RECHECK_DRAWS, help=recheck_help)
     t.add_argument("--spark-minutes", type=float, default=60.0, help="budget of the Spark confirmation")
     t.add_argument("--master", default="local[4]")
     t.add_argument("--storage", default=None, help="Optuna storage (default sqlite:///.local/tuning/optuna.db)")

@@ -38,4 +38,8 @@ def load_calibration(ref: str, tracking_uri: str | None) -> Calibration:
                                f"found {logged or 'none'}")
     with tempfile.TemporaryDirectory() as tmp:
         calibration = Calibration.from_file(Path(client.download_artifacts(ref, logged[0], tmp)))
-    return replace(calibration, run_id=ref, source=f"calibration run {ref}")
+    # a calibration made before its YAML said where and when: the run's own record does
+    return replace(calibration, run_id=ref, source=f"calibration run {ref}",
+                   master=calibration.master or run.data.params.get("spark.master.effective",
+                                                                    run.data.params.get("spark.master", "")),
+                   measured_at_s=calibration.measured_at_s or run.info.start_time / 1000)

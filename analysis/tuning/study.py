@@ -13,7 +13,8 @@ from typing import Sequence
 from analysis.tuning.calibrations import load_calibration
 from analysis.tuning.confirmation import Candidate
 from analysis.tuning.records import record_study
-from analysis.tuning.screening import NOISE_DRAWS, RELIABLE_QUANTILE, SCREEN_HEADROOM, evaluate, ranked, screen
+from analysis.tuning.screening import (NOISE_DRAWS, RECHECK_DRAWS, RECHECK_TOP, RELIABLE_QUANTILE, SCREEN_HEADROOM,
+                                       evaluate, ranked, recheck, screen)
 from analysis.tuning.space import build_space
 from jobs.topology import load_topology
 from params.run import RUN_SETTINGS
@@ -42,6 +43,7 @@ class StudyRequest:
     headroom: float = SCREEN_HEADROOM  # events judged on time in the plant within headroom x the SLO latency
     draws: int = NOISE_DRAWS  # noisy runs per seed and trial (when the calibration measured noise)
     quantile: float = RELIABLE_QUANTILE  # feasibility judged on this lower quantile of the runs' attainment
+    recheck_draws: int = RECHECK_DRAWS  # noisy runs per seed of the best configurations before naming candidates
 
 
 def study_name(prefix: str, controller: str, workload: str) -> str:
@@ -67,22 +69,35 @@ def run_study(request: StudyRequest, *, name: str, storage: str | None, tracking
               "sampler": request.sampler, "sampler_seed": request.sampler_seed, "slo.latency_s": request.slo_latency_s,
               "slo.target": request.slo_target, "screen.headroom": request.headroom,
               "calibration": calibration_ref, "topology": request.topology,
+              "calibration.master": calibration.master or "unknown",
+              "calibration.age_h": "unknown" if calibration.age_hours() is None else f"{calibration.age_hours():.1f}",
               "plant.slots": plant.slots, "plant.batch_overhead_s": plant.batch_overhead_s,
               "plant.batch_overhead_sigma": plant.batch_overhead_sigma,
               "plant.service_sigma": ",".join(f"{k}={v:.3g}" for k, v in plant.service_sigma.items()) or "none",
               "screen.noise_draws": request.draws if plant.noisy else 0, "screen.noise_quantile": request.quantile,
+              "screen.recheck_draws": request.recheck_draws if plant.noisy else 0,
               "trigger_s": request.trigger_s, "max_degree": request.max_degree}
     tags = {"controller": request.controller, "workload": request.workload, "tuning.calibration": calibration_ref}
     run_id = record_study(study, space, tracking_uri=tracking_uri, experiment=experiment,
                           slo_target=request.slo_target, params=params, tags=tags)
-    defaults = evaluate(request.controller, dict(space.fixed), schedules, plant, **settings)
+    # candidates are named, and the defaults figured, on the recheck's draws (screening's when there is none)
+    judged = {**settings, "draws": request.recheck_draws or request.draws}
+    defaults = evaluate(request.controller, dict(space.fixed), schedules, plant, **judged)
+    best = recheck(request.controller, ranked(study, space, request.slo_target)[:RECHECK_TOP], schedules, plant,
+                   **{**judged, "draws": request.recheck_draws})
+    if best and best[0].trial is not None and plant.noisy and request.recheck_draws > 0:
+        from mlflow.tracking import MlflowClient
+
+        MlflowClient(tracking_uri).log_dict(run_id, [{"trial": s.trial, "label": s.label, **{
+            k: getattr(s, k) for k in ("cost_slot_seconds", "slo_attainment", "slo_attainment_low")}} for s in best],
+            "recheck.json")
     common = dict(workload=request.workload, controller=request.controller, study=name,
                   calibration=calibration_ref, study_run_id=run_id)
     tried = {t.user_attrs.get("label"): t.number for t in reversed(study.trials)}  # the first trial of each
     candidates = [Candidate(defaults.label, role="defaults", trial=tried.get(defaults.label),
                             simulated_cost=defaults.cost_slot_seconds, simulated_slo=defaults.slo_attainment,
                             **common)]
-    for i, found in enumerate(ranked(study, space, request.slo_target)[:request.k], start=1):
+    for i, found in enumerate(best[:request.k], start=1):
         candidates.append(Candidate(found.label, role=f"top-{i}", trial=found.trial,
                                     simulated_cost=found.cost_slot_seconds, simulated_slo=found.slo_attainment,
                                     **common))

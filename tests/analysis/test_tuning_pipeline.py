@@ -128,6 +128,24 @@ def test_a_calibration_of_another_topology_is_refused(tmp_path):
     assert "measured on another topology" in str(err.value)
 
 
+def test_a_calibration_of_another_master_is_refused_and_an_old_one_named_in_a_warning(tmp_path):
+    import time
+
+    params = {k: v for k, v in CALIBRATION.items() if k != "calibration_run"}
+    path = tmp_path / "measured.yaml"
+    path.write_text(yaml.safe_dump({"params": params, "measured": {"master": "spark://10.0.0.1:7077",
+                                                                   "at": time.time() - 3 * 86400}}))
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    with pytest.raises(TuningError) as err:
+        validate({**GOOD, "calibration": str(path), "master": "local[4]"}, uri)
+    assert ("params.calibration: " + str(path) + ": measured on master spark://10.0.0.1:7077, but the runs use "
+            "local[4]") in str(err.value)
+    request = validate({**GOOD, "calibration": str(path), "master": "spark://10.0.0.1:7077"}, uri)
+    [warning] = request["warnings"]
+    assert warning.startswith(f"params.calibration: {path} was measured 3.0 days ago")
+    assert validate({**GOOD, "calibration": str(path)}, uri)["warnings"], "no master given: only the age is checked"
+
+
 def test_an_empty_calibration_means_the_stores_latest(tmp_path, calibration_file):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     client = MlflowClient(uri)
@@ -172,3 +190,31 @@ def test_the_confirmation_suite_adds_the_calibrated_oracle_and_records_its_plan(
     parent = client.get_run(suite["parent_run_id"])
     assert parent.data.tags["kind"] == "tuning" and parent.data.params["spark_minutes.budget"] == "30"
     assert "tuning/plan.json" in {a.path for a in client.list_artifacts(parent.info.run_id, "tuning")}
+
+
+def test_with_a_noisy_calibration_candidates_are_named_on_the_rechecks_figures(tmp_path):
+    from analysis.suite import parse_variant
+    from analysis.tuning.screening import evaluate
+    from jobs.config import param_value
+    from jobs.topology import load_topology
+    from simulator.calibration import Calibration
+    from workloads import Schedule, load_workload
+
+    noise = {"batch_overhead_sigma": 0.3, "service_sigma": {"enrich": 0.2}}
+    path = tmp_path / "noisy.yaml"
+    path.write_text(yaml.safe_dump({"params": {k: v for k, v in CALIBRATION.items() if k != "calibration_run"},
+                                    "noise": noise}))
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    request = StudyRequest("ds2", "step", str(path), seeds=(1,), trials=4, k=1, duration_s=30, slo_latency_s=5.0,
+                           slo_target=0.95, draws=2, recheck_draws=4)
+    candidates, run_id = run_study(request, name="noisy", storage=None, tracking_uri=uri, experiment="e")
+    client = MlflowClient(uri)
+    assert client.get_run(run_id).data.params["screen.recheck_draws"] == "4"
+    assert "recheck.json" in {a.path for a in client.list_artifacts(run_id)}
+    plant = Calibration.from_file(path).plant(load_topology("default").names, 2.0, 8)
+    schedules = [Schedule(load_workload("step").with_overrides(duration_s=30, seed=1))]
+    for candidate in candidates:  # the defaults and the top-1, each as its label says
+        _, pairs = parse_variant(candidate.label)
+        params = {k: param_value(v) for k, v in (pair.split("=", 1) for pair in pairs)}
+        four = evaluate("ds2", params, schedules, plant, slo_latency_s=5.0, slo_target=0.95, headroom=1.0, draws=4)
+        assert candidate.simulated_cost == four.cost_slot_seconds, candidate.role

@@ -84,3 +84,29 @@ def test_per_batch_fidelity_compares_each_measured_batch_with_the_plant_on_its_o
     slow_table = batch_fidelity(client, pd.DataFrame({"run_id": runs[1:]}), calibration)
     assert list(exact_table["batches"]) == [1, 1, 1] and (exact_table["err_median"] == 0).all()
     assert (slow_table["err_median"] == -0.2).all()
+
+
+def test_with_noise_draws_each_run_is_set_against_the_range_of_the_plants_noisy_runs(tmp_path, capsys):
+    """A run recorded with the plant's deterministic figures, on a noisy calibration: the draws' range is printed and
+    the per-configuration spreads; a cost far outside every draw is counted as outside."""
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("f", artifact_location=(tmp_path / "a").as_uri())
+    parent = client.create_run(exp).info.run_id
+    noise = {"batch_overhead_sigma": 0.3, "service_sigma": {"enrich": 0.2}}
+    calibration = tmp_path / "oracle.yaml"
+    calibration.write_text(yaml.safe_dump({"controller": "oracle", "params": CALIBRATION, "noise": noise}))
+    plant = Calibration.from_params(CALIBRATION).plant(OPS, 2.0, 8)
+    for seed, factor in ((1, 1.0), (2, 3.0)):
+        spec = load_workload("autoscale-paper").with_overrides(duration_s=40, seed=seed)
+        sim = simulate_configuration("threshold", {}, Schedule(spec), plant, slo_latency_s=5.0)
+        record_run(client, exp, parent, "threshold", {}, spec,
+                   {"cost_slot_seconds": sim.cost_slot_seconds * factor, "latency_p95_s": sim.latency_p95_s,
+                    "slo_attainment": sim.slo_attainment})
+    assert fidelity_main(["--tracking-uri", uri, "--parent-run-id", parent, "--calibration", str(calibration),
+                          "--noise-draws", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "each run simulated 4 times with the calibration's noise" in out
+    assert "cost spread per configuration" in out and "plant_sd" in out
+    assert "of 2 Spark runs' costs inside the plant's noisy range" in out
+    assert not out.split("of 2 Spark runs")[0].rstrip().endswith("2"), "the tripled cost is outside every draw"

@@ -26,6 +26,9 @@ out = {"errors": {k: v[-300:] for k, v in bag.import_errors.items()}, "warnings"
        "dags": {d.dag_id: {"owner": d.owner, "tags": sorted(d.tags), "doc": bool(d.doc_md), "schedule": str(d.schedule),
                            "catchup": d.catchup, "max_active_runs": d.max_active_runs,
                            "retries": [t.retries for t in d.tasks], "pools": sorted({t.pool for t in d.tasks}),
+                           "trigger_rules": {t.task_id: str(t.trigger_rule) for t in d.tasks},
+                           "gated": sorted(t.task_id for t in d.tasks
+                                           if getattr(t, "pre_execute", None).__name__ == "budget_gate"),
                            "params": {k: {"default": p.value, "schema": p.schema, "description": p.description}
                                       for k, p in d.params.items()}}
                 for d in bag.dags.values()}}
@@ -43,6 +46,11 @@ print(json.dumps(out))
     for dag in out["dags"].values():
         assert dag["owner"] == "elastic-streaming" and "elastic-streaming" in dag["tags"] and dag["doc"]
         assert "elastic_streaming_runs" in dag["pools"], "streaming runs share one pool"
+    for name in ("elastic_experiment", "elastic_nightly_regression", "elastic_tuning"):
+        # every Spark case passes the budget gate first, and a case it skipped does not stop the promotion
+        dag = out["dags"][name]
+        assert dag["gated"] == ["run_case"], name
+        assert dag["trigger_rules"].get("promote", "none_failed").endswith("none_failed"), name
     nightly = out["dags"]["elastic_nightly_regression"]
     assert "0 2 * * *" in nightly["schedule"] and nightly["catchup"] is False and nightly["max_active_runs"] == 1
     training = out["dags"]["elastic_predictor_training"]
@@ -58,9 +66,10 @@ print(json.dumps(out))
     assert load_spec().horizon.step_s == RUN_SETTINGS["trigger_s"].default
     assert set(training["params"]) == {"dataset", "seed", "coverage", "min_improvement", "candidates"}
     # the tuning DAG's screening margin and noise default to the screening's own (the DAG file may not import them)
-    from analysis.tuning.screening import NOISE_DRAWS, RELIABLE_QUANTILE, SCREEN_HEADROOM
+    from analysis.tuning.screening import NOISE_DRAWS, RECHECK_DRAWS, RELIABLE_QUANTILE, SCREEN_HEADROOM
     tuning = out["dags"]["elastic_tuning"]["params"]
     assert tuning["screen_headroom"]["default"] == SCREEN_HEADROOM
+    assert tuning["recheck_draws"]["default"] == RECHECK_DRAWS
     assert (tuning["noise_draws"]["default"], tuning["noise_quantile"]["default"]) == (NOISE_DRAWS, RELIABLE_QUANTILE)
 
 
