@@ -186,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"calibration: {calibration.source}; batch overhead {calibration.batch_overhead_s:.3f} s, task overhead "
           f"{calibration.task_overhead_s:.4f} s, {calibration.slots} slots\n")
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 40):
-        print(table[["config", "workload", "seed", "cost", "cost_sim", "cost_err", "p95", "p95_sim", "p95_err", "slo",
-                     "slo_sim", "slo_points"]].round(3).assign(config=table["config"].map(short)).to_string(index=False))
+        shown = table.assign(config=table["config"].map(short))
+        print(shown[["config", "workload", "seed", "cost", "cost_sim", "cost_err", "p95", "p95_sim", "p95_err", "slo",
+                     "slo_sim", "slo_points"]].round(3).to_string(index=False))
     taus = []
     for workload, part in table.groupby("workload"):
         target = float(part["slo_target"].iloc[0])

@@ -92,6 +92,8 @@ class OracleController(Controller):
         "selectivity": Param(float, {}, "records out / records in per operator (default 1)", minimum=0.0,
                              per_operator=True),
         "task_overhead_s": Param(float, 0.002, "fixed cost of one task (calibrated)", 0.0),
+        "task_launch_s": Param(float, 0.0, "stage time per task outside its busy time: scheduling (calibrated)",
+                               0.0),
         "batch_overhead_s": Param(float, 0.05, "fixed cost of one batch: scheduling, commit (calibrated)", 0.0),
         "slots": Param(int, 0, "tasks that can run at once (executor cores); 0: the run's max degree", 0),
         "slo_latency_s": Param(float, 0.0, "latency objective every event should meet; 0: the run's SLO", 0.0),
@@ -110,7 +112,7 @@ class OracleController(Controller):
         super().__init__(params, operators, max_degree)
         p = self.params
         self.models = tuple(OperatorModel(op, float(p["service_s"][op]), float(p["selectivity"].get(op, 1.0)),
-                                          p["task_overhead_s"]) for op in self.operators)
+                                          p["task_overhead_s"], p["task_launch_s"]) for op in self.operators)
         self.slots = min(p["slots"], max_degree) if p["slots"] else max_degree
         self.arrivals: Arrivals | None = None
         self.trigger_s = 1.0

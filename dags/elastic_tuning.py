@@ -9,13 +9,13 @@ study is an MLflow run in the `<experiment>-tuning` experiment with its trials a
 default, `[elastic_streaming] optuna_storage` on a cluster), so a retried task resumes it.
 
 `open_confirmation` then plans the Spark runs within `spark_minutes`: per workload, each controller's defaults and
-its best screened configuration first, the current champion next, then the other top-k. Every configuration runs
-on every seed or not at all; what did not fit is named on the parent run (tag `tuning.left_out`). `run_case`
-submits them one at a time (pool `elastic_streaming_runs`); a run that can no longer meet the SLO target stops
-early (MLflow status KILLED, tag `pruned`, never compared as complete). Before each case starts, the Spark minutes
-spent so far (the suite's runs' wall time) plus the case's estimate must fit `spark_minutes`; a case that does not
-fit is skipped (tag `budget.skipped.<case>` on the parent run) and the suite ends cleanly with what is known. `analyse`, `promote` (the
-champion/challenger rule; a promoted version carries `tuning.study`, `tuning.trial`, `tuning.calibration`) and
+its best screened configuration first, the current champion next, then the other top-k. Every configuration runs on
+every seed or not at all; what did not fit is named on the parent run (tag `tuning.left_out`). `run_case` submits
+them one at a time (pool `elastic_streaming_runs`); a run that can no longer meet the SLO target stops early (MLflow
+status KILLED, tag `pruned`, never compared as complete). Before each case starts, the Spark minutes spent so far
+(the suite's runs' wall time) plus the case's estimate must fit `spark_minutes`; a case that does not fit is skipped
+(tag `budget.skipped.<case>` on the parent run) and the suite ends cleanly with what is known. `analyse`, `promote`
+(the champion/challenger rule; a promoted version carries `tuning.study`, `tuning.trial`, `tuning.calibration`) and
 `close` are those of every suite.
 """
 from __future__ import annotations

@@ -167,9 +167,10 @@ def submit_cases(suite, *, name: str, timeout: timedelta):
 
 def analyse_promote_close(runs, *, not_opened: str, nothing_run: str, incomplete: str) -> None:
     """The tasks after a suite's Spark runs, the same in every DAG that runs suites: `analyse` (the report on the
-    parent run; its button opens it), `promote` (only when no case failed — one the budget skipped did not fail —
-    and params.promote), `close` (parent FINISHED, or the task fails). The messages say what this DAG had to open: `not_opened` (analyse skipped),
-    `nothing_run` (close failed), `incomplete` (its prefix when the suite did not complete)."""
+    parent run; its button opens it), `promote` (only when no case failed — one the budget skipped did not fail
+    — and params.promote), `close` (parent FINISHED, or the task fails). The messages say what this DAG had to
+    open: `not_opened` (analyse skipped), `nothing_run` (close failed), `incomplete` (its prefix when the suite
+    did not complete)."""
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def analyse(ti=None) -> str:
         from mlflow.tracking import MlflowClient

@@ -30,6 +30,7 @@ class Calibration:
     slots: int
     run_id: str = ""
     source: str = "<params>"
+    task_launch_s: float = 0.0  # absent in a calibration made at one degree (it cannot be measured there)
     # the simulator's noise (jobs.calibrate.fit_noise); absent in a calibration made before it was measured: the
     # plant is then deterministic, and a study says so (its params record the spreads it used)
     batch_overhead_sigma: float = 0.0
@@ -63,9 +64,11 @@ class Calibration:
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise CalibrationError(f"{source}: field 'slots' must be an integer >= 1 (the task slots the "
                                    f"calibration ran with), got {slots!r}")
+        launch = number("task_launch_s") if "task_launch_s" in params else 0.0
         return cls({str(k): float(v) for k, v in service.items()},
                    {str(k): float(v) for k, v in selectivity.items()}, number("task_overhead_s"),
-                   number("batch_overhead_s"), slots, str(params.get("calibration_run", "")), source)
+                   number("batch_overhead_s"), slots, str(params.get("calibration_run", "")), source,
+                   task_launch_s=launch)
 
     @classmethod
     def from_file(cls, path: Path) -> "Calibration":
@@ -129,8 +132,8 @@ class Calibration:
 
     def plant(self, operators: Sequence[str], trigger_s: float, max_degree: int) -> PlantConfig:
         self.check_operators(operators)
-        models = tuple(OperatorModel(op, self.service_s[op], self.selectivity.get(op, 1.0), self.task_overhead_s)
-                       for op in operators)
+        models = tuple(OperatorModel(op, self.service_s[op], self.selectivity.get(op, 1.0), self.task_overhead_s,
+                                     self.task_launch_s) for op in operators)
         return PlantConfig(models, trigger_interval_s=trigger_s, slots=self.slots,
                            batch_overhead_s=self.batch_overhead_s, max_degree=max_degree,
                            batch_overhead_sigma=self.batch_overhead_sigma,
@@ -139,5 +142,6 @@ class Calibration:
     def oracle_params(self) -> dict[str, Any]:
         """The oracle's configuration on this calibration, told the plant's exact costs (headroom 1)."""
         return {"service_s": dict(self.service_s), "selectivity": dict(self.selectivity),
-                "task_overhead_s": self.task_overhead_s, "batch_overhead_s": self.batch_overhead_s,
+                "task_overhead_s": self.task_overhead_s, "task_launch_s": self.task_launch_s,
+                "batch_overhead_s": self.batch_overhead_s,
                 "slots": self.slots, "headroom": 1.0, "calibration_run": self.run_id}

@@ -15,12 +15,12 @@ default is therefore 1 (no margin); a user who knows the plant is optimistic for
 them 14-44 % faster than Spark per batch) sets it lower, and a study records it.
 
 Noise: when the calibration measured Spark's spread (jobs.calibrate's `noise:`), every seed of a trial is simulated
-`draws` times with seeded noise (the same draws for every configuration), cost is the mean over all those runs, and the SLO constraint is judged
-on their lower `quantile` of attainment, not on the mean: a configuration is screened for being feasible on most
-noisy runs, as it must be on Spark's seeds, not on the plant's one deterministic run (DS2's defaults cost 281-324
-slot-s over three seeds on Spark where the deterministic plant said 318 for each). 3 draws and the 0.2 quantile are
-the project's choices (with 3 seeds, 9 runs per trial; the quantile then sits between the second and third worst);
-both are recorded with the study and configurable.
+`draws` times with seeded noise (the same draws for every configuration), cost is the mean over all those runs, and
+the SLO constraint is judged on their lower `quantile` of attainment, not on the mean: a configuration is screened
+for being feasible on most noisy runs, as it must be on Spark's seeds, not on the plant's one deterministic run
+(DS2's defaults cost 281-324 slot-s over three seeds on Spark where the deterministic plant said 318 for each). 3
+draws and the 0.2 quantile are the project's choices (with 3 seeds, 9 runs per trial; the quantile then sits between
+the second and third worst); both are recorded with the study and configurable.
 
 Recheck: the best of many noisy trials is partly the luckiest (3 draws per seed miss a rare excursion), so before
 candidates are named, the RECHECK_TOP best distinct configurations and the defaults are simulated again with

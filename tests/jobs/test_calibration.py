@@ -64,12 +64,37 @@ def test_the_noise_fit_recovers_known_spreads_and_leaves_the_first_batch_out():
 
     rng = np.random.default_rng(7)
     table = batches(n=200)
+    factor = np.exp(rng.normal(0, 0.1, len(table)))
+    table["busy_s_enrich"] = table["busy_s_enrich"] * factor
+    table["span_s_enrich"] = table["span_s_enrich"] * factor
     spans = table[[f"span_s_{op}" for op in OPS]].sum(axis=1)
-    table["busy_s_enrich"] = table["busy_s_enrich"] * np.exp(rng.normal(0, 0.1, len(table)))
     table["batch_duration_s"] = spans + 0.12 * np.exp(rng.normal(0, 0.25, len(table)))
     table.loc[0, "batch_duration_s"] += 5.0  # Spark's one-time start: not noise
     table["batch_id"] = range(len(table))
     noise = fit_noise(table, OPS, fit_costs(table, OPS))
     assert noise["batch_overhead_sigma"] == pytest.approx(0.25, rel=0.15)
     assert noise["service_sigma"]["enrich"] == pytest.approx(0.1, rel=0.2)
-    assert noise["service_sigma"]["parse"] < 0.05, "only the measurement jitter of the fabricated batches"
+    assert noise["service_sigma"]["parse"] == 0.0, "parse's spans are all below 50 ms: too short to say"
+
+
+def test_a_degree_sweep_measures_each_tasks_launch_time_which_one_degree_cannot():
+    """Spans of tiny stages grow with the degree beyond their work (the scheduler launches tasks one after another):
+    fabricated at 25 ms per task, the sweep recovers it; batches at one degree leave it at 0."""
+    from jobs.calibrate import degree_sweep, fit_launch
+
+    rng = np.random.default_rng(3)
+    degrees = np.tile(np.repeat([1, 2, 4, 8], 3), 3)
+    table = batches(n=len(degrees))
+    for op in OPS:
+        table[f"tasks_{op}"] = degrees
+        work = table[f"records_in_{op}"] * COST[op] / degrees + 0.004
+        table[f"busy_s_{op}"] = work * degrees
+        table[f"span_s_{op}"] = np.ceil(degrees / 4) * work + (degrees - 1) * 0.025 + rng.normal(0, 1e-3, len(degrees))
+    costs = fit_costs(table, OPS, slots=4)
+    assert costs["task_launch_s"] == pytest.approx(0.025, rel=0.1)
+    assert fit_costs(batches(), OPS)["task_launch_s"] == 0.0, "one degree: not identifiable, not guessed"
+    assert degree_sweep([2], OPS, 15) == ("static", {"degree": 2})
+    name, params = degree_sweep([1, 2, 4, 8], OPS, 15)
+    assert name == "scripted" and params["initial_degree"] == 1
+    assert {b: d["enrich"] for b, d in params["changes"].items()} == {2: 2, 5: 4, 8: 8, 11: 1, 14: 2}
+    controllers.build_controller(name, params, OPS, 8)  # a configuration the scripted controller accepts

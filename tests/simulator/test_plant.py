@@ -57,6 +57,12 @@ def test_degrees_beyond_the_slots_add_waves_not_speed():
     assert busy_8 == pytest.approx(busy_4)
 
 
+def test_a_stage_pays_each_tasks_launch_beyond_its_work():
+    op = OperatorModel("parse", service_s=0.0, task_overhead_s=0.0, task_launch_s=0.025)
+    assert operator_timing(op, 1000, 8, slots=4) == (pytest.approx(0.175), 0.0), "launches are wall time, not busy"
+    assert operator_timing(op, 1000, 1, slots=4)[0] == 0.0, "a one-task stage: its launch is in what was measured"
+
+
 def test_every_due_event_is_read_once_and_latency_counts_from_its_scheduled_arrival():
     run = simulate(PLANT, ConstantArrivals(1000, 10), ControlLoop(build_controller("static", {}, OPS, 8)), 10)
     assert sum(b.snapshot.records_read for b in run.batches) == 10_000
