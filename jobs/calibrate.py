@@ -14,7 +14,8 @@ batch overhead is the median of batch duration minus the operators' spans.
 The noise (what the simulator draws around those costs, so screening sees runs vary as Spark's do): the log-scale
 standard deviation of the batch overhead over the batches, and per operator that of measured ÷ modelled span.
 The first batch is left out of both (it pays Spark's one-time start: JIT, Python workers, first shuffle); they are
-written under the YAML's own `noise:` key, not among the oracle's parameters (the oracle plans on the medians).
+written under the YAML's `calibration:` section (with where and when it was measured), not among the oracle's
+parameters (the oracle plans on the medians; jobs.run reads the same file and leaves the section to the simulator).
 """
 from __future__ import annotations
 
@@ -167,8 +168,8 @@ def calibrate(master: str, trigger_s: float, max_degree: int, degree: int | Sequ
     params = {**costs, "slots": slots, "calibration_run": result["run_id"]}
     out.parent.mkdir(parents=True, exist_ok=True)
     measured = {"master": run.data.params.get("spark.master.effective", master), "at": run.info.start_time / 1000}
-    out.write_text(yaml.safe_dump({"controller": "oracle", "params": params, "noise": noise, "measured": measured},
-                                  sort_keys=False))
+    out.write_text(yaml.safe_dump({"controller": "oracle", "params": params,
+                                   "calibration": {"noise": noise, "measured": measured}}, sort_keys=False))
     client.log_artifact(result["run_id"], str(out), "calibration")
     client.set_tag(result["run_id"], "calibration.variant", variant(params)[:5000])
     for key, value in {**costs, **{f"noise.{k}": v for k, v in noise.items()}}.items():
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(params, indent=1))
-    noise = yaml.safe_load(args.out.read_text()).get("noise", {})
+    noise = yaml.safe_load(args.out.read_text())["calibration"]["noise"]
     print(f"noise, the log-scale spreads the simulator draws with: {json.dumps(noise)}")
     print(f"oracle config written to {args.out}: python -m jobs.run --controller-config {args.out} ...")
     print(f"as a suite variant: {variant(params)}")

@@ -164,7 +164,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             raise InputError(f"--controller-config {path}:{at} is not valid YAML") from None
         if not isinstance(raw, dict) or "controller" not in raw:
             raise InputError(f"--controller-config {path}: expected a mapping with 'controller' and optional 'params'")
-        extra = sorted(set(raw) - {"controller", "params"})
+        # `calibration`: what jobs.calibrate measured beyond the oracle's parameters (noise, where and when), for the
+        # simulator; a run has no use for it
+        extra = sorted(set(raw) - {"controller", "params", "calibration"})
         if extra:
             raise InputError(f"--controller-config {path}: unknown field(s) {', '.join(extra)}")
         if name and name != raw["controller"]:

@@ -79,8 +79,10 @@ class Calibration:
             raise CalibrationError(f"{path}: cannot read the calibration ({exc.strerror})") from None
         except yaml.YAMLError as exc:
             raise CalibrationError(f"{path}: not YAML ({exc})") from None
-        noise = raw.get("noise") if isinstance(raw, Mapping) else None
-        measured = raw.get("measured") if isinstance(raw, Mapping) else None
+        # jobs.calibrate's `calibration:` section (the first files of 2026-11-26 had its keys at the top level)
+        extra = raw.get("calibration", raw) if isinstance(raw, Mapping) else {}
+        extra = extra if isinstance(extra, Mapping) else {}
+        noise, measured = extra.get("noise"), extra.get("measured")
         if isinstance(raw, Mapping) and isinstance(raw.get("params"), Mapping):
             raw = raw["params"]
         if not isinstance(raw, Mapping):
@@ -105,7 +107,7 @@ class Calibration:
         return None if self.measured_at_s is None else ((now_s or time.time()) - self.measured_at_s) / 3600.0
 
     def with_noise(self, noise: Any) -> "Calibration":
-        """The `noise:` section jobs.calibrate writes: batch_overhead_sigma, service_sigma per operator (>= 0)."""
+        """The noise jobs.calibrate writes (calibration: noise:): batch_overhead_sigma, service_sigma per operator."""
         where = f"{self.source}: field 'noise"
         if not isinstance(noise, Mapping):
             raise CalibrationError(f"{where}' must be a mapping (batch_overhead_sigma, service_sigma), got {noise!r}")

@@ -133,8 +133,8 @@ def test_a_calibration_of_another_master_is_refused_and_an_old_one_named_in_a_wa
 
     params = {k: v for k, v in CALIBRATION.items() if k != "calibration_run"}
     path = tmp_path / "measured.yaml"
-    path.write_text(yaml.safe_dump({"params": params, "measured": {"master": "spark://10.0.0.1:7077",
-                                                                   "at": time.time() - 3 * 86400}}))
+    path.write_text(yaml.safe_dump({"params": params, "calibration": {"measured": {
+        "master": "spark://10.0.0.1:7077", "at": time.time() - 3 * 86400}}}))
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     with pytest.raises(TuningError) as err:
         validate({**GOOD, "calibration": str(path), "master": "local[4]"}, uri)
@@ -203,7 +203,7 @@ def test_with_a_noisy_calibration_candidates_are_named_on_the_rechecks_figures(t
     noise = {"batch_overhead_sigma": 0.3, "service_sigma": {"enrich": 0.2}}
     path = tmp_path / "noisy.yaml"
     path.write_text(yaml.safe_dump({"params": {k: v for k, v in CALIBRATION.items() if k != "calibration_run"},
-                                    "noise": noise}))
+                                    "calibration": {"noise": noise}}))
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     request = StudyRequest("ds2", "step", str(path), seeds=(1,), trials=4, k=1, duration_s=30, slo_latency_s=5.0,
                            slo_target=0.95, draws=2, recheck_draws=4)

@@ -95,7 +95,8 @@ def test_with_noise_draws_each_run_is_set_against_the_range_of_the_plants_noisy_
     parent = client.create_run(exp).info.run_id
     noise = {"batch_overhead_sigma": 0.3, "service_sigma": {"enrich": 0.2}}
     calibration = tmp_path / "oracle.yaml"
-    calibration.write_text(yaml.safe_dump({"controller": "oracle", "params": CALIBRATION, "noise": noise}))
+    calibration.write_text(yaml.safe_dump({"controller": "oracle", "params": CALIBRATION,
+                                           "calibration": {"noise": noise}}))
     plant = Calibration.from_params(CALIBRATION).plant(OPS, 2.0, 8)
     for seed, factor in ((1, 1.0), (2, 3.0)):
         spec = load_workload("autoscale-paper").with_overrides(duration_s=40, seed=seed)

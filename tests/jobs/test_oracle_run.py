@@ -24,7 +24,7 @@ def step_for(params):
 
     Worked out by hand from the costs (not by the oracle's code): a batch reads one trigger's events, at degree 1 it
     lasts batch overhead + 4 task overheads + events x (per-record cost along the pipeline); enrich at 2 halves
-    enrich's share and adds a task. The high rate loads degree 1 to 75 % of the trigger, the low rate to 7.5 %; the
+    enrich's share and adds a task (its overhead and its launch). The high rate loads degree 1 to 75 % of the trigger, the low rate to 7.5 %; the
     budget sits halfway between the two high-load predictions. The batch overhead is measured on this machine, as
     loaded as it is, so the step is set for the machine the run meets."""
     service, selectivity = params["service_s"], params["selectivity"]
@@ -38,7 +38,7 @@ def step_for(params):
     high = 0.75 / per_record
     work = TRIGGER_S * high * per_record  # seconds of per-record work in a high-load batch at degree 1
     at_1 = fixed + work
-    at_2 = fixed + params["task_overhead_s"] + work - TRIGGER_S * high * enrich / 2
+    at_2 = fixed + params["task_overhead_s"] + params.get("task_launch_s", 0.0) + work - TRIGGER_S * high * enrich / 2
     budget = (at_1 + at_2) / 2
     return {"low": round(high / 10), "high": round(high)}, TRIGGER_S + budget / HEADROOM
 

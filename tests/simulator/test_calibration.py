@@ -44,13 +44,13 @@ def test_the_plant_has_the_calibrated_costs_and_the_oracle_is_the_least_cost_tha
 def test_a_calibration_file_carries_the_noise_into_the_plant_and_names_a_bad_spread(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"controller": "oracle", "params": CALIBRATION,
-                                    "noise": {"batch_overhead_sigma": 0.14, "service_sigma": {"enrich": 0.04}}}))
+                                    "calibration": {"noise": {"batch_overhead_sigma": 0.14, "service_sigma": {"enrich": 0.04}}}}))
     plant = Calibration.from_file(path).plant(OPS, 2.0, 8)
     assert plant.noisy and plant.batch_overhead_sigma == 0.14
     assert plant.service_sigma == {"parse": 0.0, "enrich": 0.04, "aggregate": 0.0, "sink": 0.0}
     assert "noise" not in str(Calibration.from_file(path).oracle_params()), "the oracle plans on the medians"
     path.write_text(yaml.safe_dump({"params": CALIBRATION}))
     assert not Calibration.from_file(path).plant(OPS, 2.0, 8).noisy, "a calibration made before noise was measured"
-    path.write_text(yaml.safe_dump({"params": CALIBRATION, "noise": {"service_sigma": {"enrich": -1}}}))
+    path.write_text(yaml.safe_dump({"params": CALIBRATION, "calibration": {"noise": {"service_sigma": {"enrich": -1}}}}))
     with pytest.raises(CalibrationError, match=r"c.yaml: field 'noise.service_sigma\['enrich'\]' must be a number >= 0"):
         Calibration.from_file(path)
