@@ -20,18 +20,12 @@ import optuna
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from analysis.tuning.screening import Screened, ranked
+from analysis.tuning.screening import Screened, judged_attainment, ranked
 from analysis.tuning.space import SearchSpace
 
 STUDY_KIND = "tuning-study"
 TRIAL_KIND = "tuning-trial"
 TRIAL_METRICS = ("slo_attainment", "slo_attainment_low", "latency_p95_s", "scaling_actions")
-
-
-def judged_attainment(trial: optuna.trial.FrozenTrial) -> float:
-    """The attainment a trial's feasibility was judged on: the noisy runs' lower quantile, else the mean."""
-    low = trial.user_attrs.get("slo_attainment_low")
-    return trial.user_attrs["slo_attainment"] if low is None else low
 
 
 def tuning_experiment(experiment: str) -> str:

@@ -14,13 +14,13 @@ over-protects: on `step`, screened with both, threshold's best feasible configur
 default is therefore 1 (no margin); a user who knows the plant is optimistic for their load (bursts: the plant runs
 them 14-44 % faster than Spark per batch) sets it lower, and a study records it.
 
-Noise: when the calibration measured Spark's spread (jobs.calibrate's `noise:`), every seed of a trial is simulated
-`draws` times with seeded noise (the same draws for every configuration), cost is the mean over all those runs, and
-the SLO constraint is judged on their lower `quantile` of attainment, not on the mean: a configuration is screened
-for being feasible on most noisy runs, as it must be on Spark's seeds, not on the plant's one deterministic run
-(DS2's defaults cost 281-324 slot-s over three seeds on Spark where the deterministic plant said 318 for each). 3
-draws and the 0.2 quantile are the project's choices (with 3 seeds, 9 runs per trial; the quantile then sits between
-the second and third worst); both are recorded with the study and configurable.
+Noise: when the calibration measured Spark's spread (the `calibration: noise:` jobs.calibrate writes), every seed of
+a trial is simulated `draws` times with seeded noise (the same draws for every configuration), cost is the mean over
+all those runs, and the SLO constraint is judged on their lower `quantile` of attainment, not on the mean: a
+configuration is screened for being feasible on most noisy runs, as it must be on Spark's seeds, not on the plant's
+one deterministic run (DS2's defaults cost 281-324 slot-s over three seeds on Spark where the deterministic plant
+said 318 for each). 3 draws and the 0.2 quantile are the project's choices (with 3 seeds, 9 runs per trial; the
+quantile then sits between the second and third worst); both are recorded with the study and configurable.
 
 Recheck: the best of many noisy trials is partly the luckiest (3 draws per seed miss a rare excursion), so before
 candidates are named, the RECHECK_TOP best distinct configurations and the defaults are simulated again with
@@ -109,7 +109,8 @@ def evaluate(controller: str, params: dict[str, Any], schedules: Sequence[Schedu
                     float(np.mean(attainment)),
                     float(np.mean([r.latency_p95_s for r in runs])),
                     float(np.mean([r.scaling_actions for r in runs])), trial,
-                    float(np.quantile(attainment, quantile)))
+                    # a deterministic plant is judged, as before noise, on the mean over the seeds
+                    float(np.quantile(attainment, quantile)) if plant.noisy else None)
 
 
 def noise_seeds_of(schedule: Schedule, draws: int) -> list[list[int]]:
@@ -221,12 +222,17 @@ def recheck(controller: str, found: Sequence[Screened], schedules: Sequence[Sche
     return by_rank(again, slo_target)
 
 
+def judged_attainment(trial: optuna.trial.FrozenTrial) -> float:
+    """The attainment a stored trial's feasibility was judged on: the noisy runs' lower quantile, else the mean."""
+    low = trial.user_attrs.get("slo_attainment_low")
+    return trial.user_attrs["slo_attainment"] if low is None else low
+
+
 def best_so_far(study: optuna.Study, slo_target: float) -> list[float]:
     """The least feasible cost after each trial (inf until one is feasible): the curve a search is judged by."""
     best, curve = math.inf, []
     for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
-        if t.state == optuna.trial.TrialState.COMPLETE and \
-                t.user_attrs.get("slo_attainment_low", t.user_attrs["slo_attainment"]) >= slo_target:
+        if t.state == optuna.trial.TrialState.COMPLETE and judged_attainment(t) >= slo_target:
             best = min(best, float(t.value))
         curve.append(best)
     return curve
