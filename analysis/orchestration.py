@@ -14,6 +14,7 @@ from typing import Any
 
 from mlflow.tracking import MlflowClient
 
+from analysis.budget import skipped_cases
 from analysis.promote import promote_suite
 from analysis.regression import DEFAULT_TOLERANCE, compare_suites, listing
 from analysis.report import report_for_parent
@@ -92,8 +93,6 @@ def case_run(tracking_uri: str, parent_run_id: str, case_index: int):
 def analyse(tracking_uri: str, parent_run_id: str, case_count: int) -> str:
     """The report on the parent run; runs the suite expected but that never started are named (those the
     Spark-minutes budget skipped apart)."""
-    from analysis.budget import skipped_cases
-
     runs = load_runs(tracking_uri, parent_run_id=parent_run_id)
     path = report_for_parent(tracking_uri, parent_run_id)
     skipped = skipped_cases(MlflowClient(tracking_uri), parent_run_id)
@@ -117,8 +116,6 @@ def close(tracking_uri: str, parent_run_id: str, case_count: int) -> str:
     """FINISHED only if every case finished (or was pruned on purpose: its SLO target was out of reach, or skipped
     on purpose: the Spark-minutes budget was spent, analysis.budget); anything else leaves the parent FAILED
     (and so never promoted)."""
-    from analysis.budget import skipped_cases
-
     client = MlflowClient(tracking_uri)
     runs = load_runs(tracking_uri, parent_run_id=parent_run_id)
     skipped = skipped_cases(client, parent_run_id)

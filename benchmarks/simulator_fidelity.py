@@ -33,6 +33,7 @@ from scipy.stats import kendalltau
 
 from analysis.runs import load_runs
 from analysis.tuning.calibrations import load_calibration
+from analysis.tuning.screening import noise_seeds_of
 from jobs.recording.recorder import default_tracking_uri
 from simulator.evaluate import simulate_configuration
 from workloads import Schedule, parse_workload
@@ -61,7 +62,7 @@ def resimulate(client, run_id: str, calibration, noise_draws: int = 0) -> tuple[
     took = time.perf_counter() - started
     if noise_draws and plant.noisy:
         noisy = [simulate_configuration(controller["controller"], controller["params"], schedule, plant, **settings,
-                                        noise_seed=[int(schedule.spec.seed), draw]) for draw in range(noise_draws)]
+                                        noise_seed=seed) for seed in noise_seeds_of(schedule, noise_draws)]
         figures["noisy_costs"] = [r.cost_slot_seconds for r in noisy]
         figures["noisy_slo"] = [r.slo_attainment for r in noisy]
     return figures, schedule.spec.duration_s, took

@@ -7,6 +7,7 @@ from the job it stands for, so a tuning study names the calibration it used (its
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -15,6 +16,10 @@ import yaml
 
 from controllers.cost_model import OperatorModel
 from simulator.plant import PlantConfig
+
+
+def _is_number(value: Any, minimum: float = 0.0) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and value >= minimum
 
 
 class CalibrationError(ValueError):
@@ -46,7 +51,7 @@ class Calibration:
         batch_overhead_s, slots, calibration_run)."""
         def number(key: str, minimum: float = 0.0) -> float:
             value = params.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+            if not _is_number(value, minimum):
                 raise CalibrationError(f"{source}: field {key!r} must be a number >= {minimum:g}, got {value!r}")
             return float(value)
 
@@ -55,7 +60,7 @@ class Calibration:
             raise CalibrationError(f"{source}: field 'service_s' must map each operator to its seconds per record, "
                                    f"got {service!r}")
         for op, value in service.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            if not _is_number(value):
                 raise CalibrationError(f"{source}: field service_s[{op!r}] must be a number >= 0, got {value!r}")
         selectivity = params.get("selectivity") or {}
         if not isinstance(selectivity, Mapping):
@@ -102,8 +107,6 @@ class Calibration:
                                    f"--master {master})")
 
     def age_hours(self, now_s: float | None = None) -> float | None:
-        import time
-
         return None if self.measured_at_s is None else ((now_s or time.time()) - self.measured_at_s) / 3600.0
 
     def with_noise(self, noise: Any) -> "Calibration":
@@ -112,13 +115,13 @@ class Calibration:
         if not isinstance(noise, Mapping):
             raise CalibrationError(f"{where}' must be a mapping (batch_overhead_sigma, service_sigma), got {noise!r}")
         overhead = noise.get("batch_overhead_sigma", 0.0)
-        if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or overhead < 0:
+        if not _is_number(overhead):
             raise CalibrationError(f"{where}.batch_overhead_sigma' must be a number >= 0, got {overhead!r}")
         service = noise.get("service_sigma") or {}
         if not isinstance(service, Mapping):
             raise CalibrationError(f"{where}.service_sigma' must map operators to numbers, got {service!r}")
         for op, value in service.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            if not _is_number(value):
                 raise CalibrationError(f"{where}.service_sigma[{op!r}]' must be a number >= 0, got {value!r}")
         return replace(self, batch_overhead_sigma=float(overhead),
                        service_sigma={str(k): float(v) for k, v in service.items()})
