@@ -35,6 +35,7 @@ from pathlib import Path
 from controllers.loop import ControlLoop
 from jobs.config import RunConfig
 from jobs.operators import apply_operators
+from jobs.sink import commit_batch
 
 SOURCE_ROWS_PER_BATCH = 2_000_000
 
@@ -100,6 +101,7 @@ def _saturated_rate(spark, fn, spec_json: str, anchor_us: int, events_per_batch:
 
 def overhead(spark, work: Path, degree: int, events_per_batch: int, rounds: int, warm: int, measured: int) -> dict:
     import controllers
+    from jobs.actuators import DegreeActuator, RunActuators
     from jobs.batch import BatchProcessor
     from jobs.metrics import ProgressListener
     from jobs.recording.recorder import RunRecorder
@@ -116,15 +118,16 @@ def overhead(spark, work: Path, degree: int, events_per_batch: int, rounds: int,
     anchor_us = int((time.time() - 3600) * 1e6)  # every event is due: the source always has a backlog
 
     def bare(df, batch_id):
-        apply_operators(df, topology, degrees).write.mode("overwrite").parquet(str(work / "bare" / f"b{batch_id}"))
+        commit_batch(work / "bare", batch_id, apply_operators(df, topology, degrees).toArrow())
 
     def instrumented_rate(r: int) -> float:
         recorder = RunRecorder(config.tracking_uri, config.experiment, f"bench-overhead-{r}",
                                tags={"benchmark": "overhead"})
-        loop = ControlLoop(controllers.build_controller("static", {"degree": degree}, topology.names,
-                                                        config.max_degree))
+        controller = controllers.build_controller("static", {"degree": degree}, topology.names, config.max_degree)
+        actuators = RunActuators(DegreeActuator(controller.initial_degrees()))
+        loop = ControlLoop(controller, actuators.chain)
         processor = BatchProcessor(config, spark, Schedule(config.spec), loop, work / f"sink-{r}", recorder,
-                                   progress=lambda row: None)
+                                   progress=lambda row: None, actuators=actuators)
         processor.anchor_us = anchor_us
         rate = _saturated_rate(spark, processor, spec_json, anchor_us, events_per_batch, warm, measured,
                                work / f"ckpt-instrumented-{r}", listener=ProgressListener())

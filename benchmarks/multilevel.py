@@ -35,6 +35,7 @@ from benchmarks.foundation import _constant_workload, _saturated_rate
 from deploy.spark_cluster import StandaloneCluster, free_port
 from jobs.actuators.executors import read_executors
 from jobs.operators import apply_operators
+from jobs.sink import commit_batch
 
 # every layout's executors fit in one worker's memory (two executors on one host is a layout), so memory never
 # decides how many executors start
@@ -117,7 +118,7 @@ def measure(layout: Layout, work: Path, events_per_batch: int, warm: int, measur
         out = work / "sink"
 
         def bare(df, batch_id):
-            apply_operators(df, topology, degrees).write.mode("overwrite").parquet(str(out / f"b{batch_id}"))
+            commit_batch(out, batch_id, apply_operators(df, topology, degrees).toArrow())
 
         return _saturated_rate(spark, bare, spec_json, anchor_us, events_per_batch, warm, measured,
                                work / f"ckpt-{time.monotonic_ns()}")

@@ -20,9 +20,10 @@ from jobs.actuators import RunActuators
 from jobs.config import RunConfig
 from jobs.errors import RunFailed
 from jobs.metrics import OperatorStats, ProcessSampler, StageTasks
-from jobs.operators import apply_operators
+from jobs.operators import apply_operators, chains
 from jobs.recording.recorder import RunRecorder
 from jobs.recording.summary import LatencyHistogram
+from jobs.sink import commit_batch
 from workloads import Schedule
 
 from params.units import US
@@ -67,8 +68,7 @@ class BatchProcessor:
             # so this batch is empty by construction: nothing to measure or decide. It still runs the operators
             # and the writer once, on no rows, so that the first measured batch does not pay their start-up.
             self.startup_batches += 1
-            warm = self.output.parent / "warm-up"
-            apply_operators(df, self.topology, self.degrees.degrees).write.mode("overwrite").parquet(str(warm))
+            apply_operators(df, self.topology, self.degrees.degrees, chaining=self.config.chain_operators).toArrow()
             return
         if self.first_spark_batch is None:
             self.first_spark_batch = spark_batch_id
@@ -80,10 +80,10 @@ class BatchProcessor:
         degrees = self.degrees.batch_started(start - self.anchor_us / US)
         self.stats.reset()
         group = self.stage_tasks.start(spark_batch_id)
-        out = apply_operators(df, self.topology, degrees, self.stats.accumulators)
-        # one folder per Spark batch id, overwritten as a whole: a batch replayed from the checkpoint rewrites
-        # its own output instead of adding to it (idempotent sink)
-        out.write.mode("overwrite").parquet(str(self.output / f"batch_id={spark_batch_id}"))
+        out = apply_operators(df, self.topology, degrees, self.stats.accumulators, self.config.chain_operators)
+        # one folder per Spark batch id, replaced as a whole: a batch replayed from the checkpoint rewrites its own
+        # output instead of adding to it (idempotent sink)
+        commit_batch(self.output, spark_batch_id, out.toArrow())
         end = time.time()
         self._after_batch(batch_id, spark_batch_id, start, end, degrees, group)
 
@@ -149,7 +149,9 @@ class BatchProcessor:
             self.rows.append(row)
         self.prev_end_s = time_s
         self.due_at_prev_end = due_now
-        self.stage_tasks.per_operator_later(group, self.ops, lambda observed: self._observed(row, observed))
+        stages_of = [tuple(op.name for op in chain)
+                     for chain in chains(self.topology, degrees, self.config.chain_operators)]
+        self.stage_tasks.per_operator_later(group, stages_of, lambda observed: self._observed(row, observed))
         # per-batch metrics are named batch.*, apart from the run's summary metrics (latency_p99_s, records_out...)
         # that MLflow would otherwise show as the last batch's value
         self.recorder.log_metrics_async({f"batch.{k}": v for k, v in row.items()

@@ -31,8 +31,9 @@ import pandas as pd
 import yaml
 
 from jobs.config import InputError, RunConfig
+from jobs.floor import CALIBRATION
 
-DEFAULT_OUT = Path(".local/calibration/oracle.yaml")
+DEFAULT_OUT = CALIBRATION  # .local/calibration/oracle.yaml, where jobs.run looks for the latency floor
 
 
 def fit_costs(batches: pd.DataFrame, operators: Sequence[str], slots: int = 4) -> dict[str, Any]:

@@ -51,6 +51,8 @@ class RunConfig:
     max_degree: int = RUN_SETTINGS["max_degree"].default
     source_partitions: int = RUN_SETTINGS["source_partitions"].default
     topology: str | None = "default"
+    # operators at the same degree with no shuffle between them share a stage (jobs.operators.chains)
+    chain_operators: bool = True
     tracking_uri: str | None = None
     experiment: str = "elastic-streaming"
     run_name: str | None = None
@@ -74,6 +76,7 @@ class RunConfig:
     spec: WorkloadSpec | None = None
     topo: Topology | None = None
     predictor: Any = None  # a LoadedPredictor when the controller asks for a registered one
+    warnings: list[str] = field(default_factory=list)  # what validate() found questionable but not wrong
 
     def validate(self) -> "RunConfig":
         try:
@@ -89,6 +92,7 @@ class RunConfig:
         if trace is not None and trace.records == "task_events":
             self.topo = replace(self.topo, payload_format="google_task_events_csv")
         self._check_run_settings()
+        self._check_service_level()
         if self.policy_source is not None:
             from controllers.policy import PolicyError, parse_policy
 
@@ -127,6 +131,22 @@ class RunConfig:
                 setattr(self, name, declared.check("run", flag(name), getattr(self, name)))
             except ParamError as exc:
                 raise InputError(f"{flag(name)} {str(exc).split(repr(flag(name)) + ' ', 1)[-1]}") from None
+
+    def _check_service_level(self) -> None:
+        """An SLO no event can meet is an error; a trigger interval longer than the bound is a warning (an event
+        arriving just after a batch started waits a whole interval before it is read)."""
+        if self.trigger_s > self.slo_latency_s:
+            self.warnings.append(f"--trigger {self.trigger_s:g} s is longer than --slo-latency "
+                                 f"{self.slo_latency_s:g} s: events arriving early in an interval wait longer than "
+                                 "the bound before their batch starts")
+        from jobs.floor import measured_floor
+
+        floor = measured_floor(self.master)
+        if floor is not None and self.slo_latency_s < floor[0]:
+            raise InputError(f"--slo-latency {self.slo_latency_s:g} s is below this machine's floor of "
+                             f"{floor[0]:.2f} s ({floor[1]}): no event can meet it. Raise the bound, or run "
+                             f"python -m jobs.calibrate --master {self.master} again if the machine or the code "
+                             "changed")
 
     def context(self, schedule: Any = None) -> RunContext:
         """What the run tells its controller (Controller.bind): its settings, the workload's schedule (for the

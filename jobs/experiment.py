@@ -91,6 +91,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
     """Run one validated config end to end; returns the summary. Raises on failure (the MLflow run is FAILED)."""
     assert config.spec is not None and config.topo is not None, "validate() the config first"
     _interrupt_on_sigterm()
+    for warning in config.warnings:
+        log(f"warning: {warning}")
     schedule = Schedule(config.spec)
     controller = make_controller(config, schedule, log)
     recorder = open_run(config, controller, log)
@@ -112,7 +114,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         loop = ControlLoop(controller, actuators.chain)
         schedule_state = schedule.state()
         warm_up(spark, config.spec.to_json(), schedule_state, config.topo,
-                min(config.max_degree, sc.defaultParallelism), output / "warm-up")
+                min(config.max_degree, sc.defaultParallelism), output / "warm-up", config.chain_operators)
         listener = ProgressListener()
         spark.streams.addListener(listener)
         ops = config.topo.names

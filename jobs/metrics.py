@@ -54,8 +54,8 @@ class OperatorStats:
 class StageTasks:
     """Task counts of the stages a micro-batch ran, read from Spark's status tracker by job group.
 
-    The operators' stages are the last len(operators) stages of the batch's write job, in order (the first stage
-    reads the source and shuffles for the first operator)."""
+    The operators' stages are the last stages of the batch's job, one per chain of operators, in order (the first
+    stage reads the source and shuffles for the first operator)."""
 
     def __init__(self, sc: SparkContext):
         self.sc = sc
@@ -69,7 +69,9 @@ class StageTasks:
         self.sc.setJobGroup(group, f"micro-batch {batch_id}", interruptOnCancel=False)
         return group
 
-    def per_operator(self, group: str, operators: tuple[str, ...]) -> dict[str, int]:
+    def per_operator(self, group: str, stages_of: list[tuple[str, ...]]) -> dict[str, int]:
+        """Each operator's task count; `stages_of` lists the operators each of the batch's last stages ran (one
+        per stage, more when operators were chained into one stage: jobs.operators.chains)."""
         stages = []
         for job_id in sorted(self.tracker.getJobIdsForGroup(group)):
             job = self.tracker.getJobInfo(job_id)
@@ -79,15 +81,15 @@ class StageTasks:
                 info = self.tracker.getStageInfo(stage_id)
                 if info is not None and info.numTasks > 0:
                     stages.append((stage_id, info.numTasks))
-        stages = sorted(set(stages))[-len(operators):]
-        if len(stages) < len(operators):
+        stages = sorted(set(stages))[-len(stages_of):]
+        if len(stages) < len(stages_of):
             return {}
-        return {op: tasks for op, (_, tasks) in zip(operators, stages)}
+        return {op: tasks for chain, (_, tasks) in zip(stages_of, stages) for op in chain}
 
-    def per_operator_later(self, group: str, operators: tuple[str, ...],
+    def per_operator_later(self, group: str, stages_of: list[tuple[str, ...]],
                            done: Callable[[dict[str, int]], None]) -> None:
         """Look the task counts up in the background and hand them to `done`; `wait()` collects them all."""
-        self._pending.append(self._pool.submit(lambda: done(self.per_operator(group, operators))))
+        self._pending.append(self._pool.submit(lambda: done(self.per_operator(group, stages_of))))
 
     def wait(self) -> None:
         for future in self._pending:

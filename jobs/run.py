@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--master", default=None, help="Spark master (default local[4]; under spark-submit: its --master)")
     for name in ("trigger_s", "source_partitions", "lead_in_s", "drain_timeout_s"):
         _setting(s, name)
+    s.add_argument("--no-chaining", dest="chain_operators", action="store_false",
+                   help="give every operator its own stage, even where a shuffle would change nothing (by default "
+                        "an operator at its predecessor's degree, not keyed, runs in its predecessor's tasks, as "
+                        "Flink chains operators; saves about 0.1 s per batch and stage, docs/benchmarks.md)")
     k = p.add_argument_group("cluster (process and host levels)")
     k.add_argument("--host-scaling", action="store_true",
                    help="start a standalone worker when an executor target needs more cores than are free, stop "
@@ -195,6 +199,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         seed=args.seed, slo_latency_s=args.slo_latency_s, slo_target=args.slo_target,
         master=args.master or (None if _under_spark_submit() else "local[4]"), trigger_s=args.trigger_s,
         max_degree=args.max_degree, source_partitions=args.source_partitions, topology=args.topology,
+        chain_operators=args.chain_operators,
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
         summary_json=args.summary_json, lead_in_s=args.lead_in_s, drain_timeout_s=args.drain_timeout_s,

@@ -20,6 +20,8 @@ def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]]) -> tupl
     n*first + n(n-1)/2; a count below or above is loss or duplication, a wrong sum with the right count is both.
     Folders of batches that never committed are removed, so nothing half-written is left behind."""
     events_out = lost = duplicated = 0
+    for staging in sink_dir.glob(".batch_id=*.tmp"):  # a commit cut short (jobs.sink.commit_batch)
+        shutil.rmtree(staging)
     for folder in sink_dir.glob("batch_id=*"):
         if int(folder.name.split("=")[1]) not in committed or not (folder / "_SUCCESS").exists():
             shutil.rmtree(folder)

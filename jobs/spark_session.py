@@ -10,6 +10,7 @@ from pathlib import Path
 
 from jobs.config import RunConfig
 from jobs.operators import apply_operators
+from jobs.sink import commit_batch
 from jobs.recording.recorder import REPO_ROOT
 from jobs.topology import Topology
 
@@ -37,6 +38,12 @@ def spark_settings(config: RunConfig, controller_settings: dict[str, str] | None
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
         "spark.python.worker.reuse": "true",
+        # the JVM and the Python workers exchange Arrow batches over Unix domain sockets instead of TCP on
+        # loopback: a Python stage's task then waits ~10 ms instead of ~40 ms for its input (docs/benchmarks.md)
+        "spark.python.unix.domain.socket.enabled": "true",
+        # how long the JVM waits for a new Python worker to connect (default 15 s): on a loaded 2-core machine a
+        # worker's interpreter start took longer and failed the query ("Python worker failed to connect back")
+        "spark.python.authenticate.socketTimeout": "60s",
         "spark.sql.streaming.metricsEnabled": "true",
         **(controller_settings or {}),
     }
@@ -81,9 +88,11 @@ def start_spark(config: RunConfig, code_zip: Path, controller_settings: dict[str
     return spark
 
 
-def warm_up(spark, spec_json: str, schedule_state: str, topology: Topology, degree: int, scratch: Path) -> None:
+def warm_up(spark, spec_json: str, schedule_state: str, topology: Topology, degree: int, scratch: Path,
+            chaining: bool = True) -> None:
     """Read a few thousand events through the replay source, run the operators on them and write them as the sink
     does, so Python workers, the source's generator and the writer have started before the clock starts."""
     df = (spark.read.format("workload_replay").option("spec", spec_json).option("schedule_state", schedule_state)
           .option("stop", "4000").load())
-    apply_operators(df, topology, {op: degree for op in topology.names}).write.mode("overwrite").parquet(str(scratch))
+    table = apply_operators(df, topology, {op: degree for op in topology.names}, chaining=chaining).toArrow()
+    commit_batch(scratch, 0, table)

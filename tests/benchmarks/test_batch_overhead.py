@@ -1,0 +1,24 @@
+"""The per-batch overhead benchmark runs end to end on real Spark (a few batches, one round): it prints the ratio
+and a breakdown whose stages are the chained operators the job really ran, read back from Spark's REST API. It
+also keeps benchmarks.foundation's throughput comparison working (it had drifted from BatchProcessor's signature
+with no test to notice). The numbers themselves are measured by the benchmark, never asserted here."""
+import json
+
+import pytest
+
+from benchmarks.batch_overhead import main
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_benchmark_prints_the_ratio_and_a_breakdown_by_chained_stage(tmp_path, capsys):
+    out = tmp_path / "result.json"
+    assert main(["--batches", "4", "--rounds", "1", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "per-batch fixed overhead, project / bare" in text
+    result = json.loads(out.read_text())["overhead"]
+    assert result["ratio"] > 0 and len(result["ratios"]) == 1
+    breakdown = result["breakdown"]
+    # every operator at degree 2: parse and enrich share a stage, aggregate and sink another (jobs.operators.chains)
+    assert {"  stage, source read: wall", "  stage, parse+enrich: wall", "  stage, aggregate+sink: wall"} <= set(breakdown)
+    assert breakdown["spark.addBatch"] > 0 and breakdown["    parse+enrich: task run"] > 0
