@@ -9,9 +9,13 @@ queries (trigger interval, constant arrivals) of:
   degree with no declared cost, the exactly-once sink, accumulators, the control loop, asynchronous MLflow logging
   to a throw-away SQLite store) on the replay source;
 - **bare**: a `foreachBatch` doing three repartitions and a count, on the same replay source and degree — the
-  least a Structured Streaming job with repartitioned stages costs on this machine.
+  least a Structured Streaming job with repartitioned stages costs on this machine;
+- **python-stages**: the bare query with the project's stage shape (two pass-through Python `mapInArrow` stages,
+  after a round-robin and a keyed repartition): what Spark itself charges for Python operator stages, so that the
+  project's own share shows apart from it.
 
-It prints the per-batch fixed overhead (median trigger execution time, project ÷ bare) and a breakdown of the
+It prints the per-batch fixed overhead (median trigger execution time, project ÷ bare, and project ÷
+python-stages) and a breakdown of the
 project's batch measured with Spark's own means: the query progress' `durationMs` (offsets, planning, WAL, the
 batch function, commit), the batch function's own clock (operators job vs. control and logging afterwards) and,
 through the Spark UI's REST API, each stage of the operators job (its wall time, the tasks' deserialisation, run
@@ -154,6 +158,21 @@ def bare_variant(degree: int) -> Callable:
     return bare
 
 
+def _identity(batches):
+    yield from batches
+
+
+def python_stages_variant(degree: int) -> Callable:
+    """The bare query with the project's stage shape at one degree: two Python (mapInArrow) stages that pass their
+    input through, after a round-robin and a keyed repartition. What it costs beyond `bare` is Spark's price of a
+    Python operator stage; what the project costs beyond it is the project's own."""
+    def python_stages(df, batch_id):
+        out = df.repartition(degree).mapInArrow(_identity, df.schema)
+        out.repartition(degree, "key").mapInArrow(_identity, df.schema).count()
+
+    return python_stages
+
+
 # ---- one comparison ------------------------------------------------------------------------------------------------
 def measure(spark, work: Path, rate: int, degree: int, trigger_s: float, batches: int, rounds: int,
             chaining: bool = True) -> dict:
@@ -163,19 +182,21 @@ def measure(spark, work: Path, rate: int, degree: int, trigger_s: float, batches
                        experiment="benchmarks", quiet=True).validate()
     spec_json = config.spec.to_json()
     ui = SparkUI(spark.sparkContext)
-    per_variant: dict[str, list[float]] = {"project": [], "bare": []}
-    ratios, project_batches = [], []
+    variants = ("project", "bare", "python-stages")
+    per_variant: dict[str, list[float]] = {v: [] for v in variants}
+    ratios, python_ratios, project_batches = [], [], []
 
     def run(variant: str, r: int) -> float:
         anchor_us = int((time.time() + 1.0) * 1e6)  # events start arriving a second after the query is defined
-        if variant == "bare":
-            clocked, progress = paced_query(spark, bare_variant(degree), spec_json, trigger_s, batches,
-                                            work / f"ckpt-bare-{r}", anchor_us)
+        if variant != "project":
+            fn = bare_variant(degree) if variant == "bare" else python_stages_variant(degree)
+            clocked, progress = paced_query(spark, fn, spec_json, trigger_s, batches,
+                                            work / "checkpoints" / f"{variant}-{r}", anchor_us)
         else:
             processor, recorder = project_variant(spark, work, config, str(r))
             processor.anchor_us = anchor_us  # latencies are measured from the schedule's time 0
             clocked, progress = paced_query(spark, processor, spec_json, trigger_s, batches,
-                                            work / f"ckpt-project-{r}", anchor_us)
+                                            work / "checkpoints" / f"project-{r}", anchor_us)
             processor.close()
             recorder.flush()
             recorder.finish()
@@ -185,18 +206,23 @@ def measure(spark, work: Path, rate: int, degree: int, trigger_s: float, batches
 
     run("bare", -1)  # the first query of a session is slower whatever it runs
     for r in range(rounds):
-        order = ("project", "bare") if r % 2 == 0 else ("bare", "project")
+        # ABC, then CBA: a slow drift of the machine affects every variant alike
+        order = variants if r % 2 == 0 else tuple(reversed(variants))
         now = {}
         for variant in order:
             now[variant] = run(variant, r)
             per_variant[variant].append(now[variant])
-            print(f"  round {r + 1}/{rounds}: {variant:<8} median batch {now[variant] * 1000:6.0f} ms", flush=True)
+            print(f"  round {r + 1}/{rounds}: {variant:<13} median batch {now[variant] * 1000:6.0f} ms", flush=True)
         ratios.append(now["project"] / now["bare"])
+        python_ratios.append(now["project"] / now["python-stages"])
     breakdown = project_breakdown(ui, project_batches)
     return {"rate": rate, "degree": degree, "trigger_s": trigger_s, "batches": batches,
             "project_batch_s": statistics.median(per_variant["project"]),
-            "bare_batch_s": statistics.median(per_variant["bare"]), "ratio": statistics.median(ratios),
-            "ratios": ratios, "rounds": per_variant, "breakdown": breakdown}
+            "bare_batch_s": statistics.median(per_variant["bare"]),
+            "python_stages_batch_s": statistics.median(per_variant["python-stages"]),
+            "ratio": statistics.median(ratios), "ratios": ratios,
+            "ratio_to_python_stages": statistics.median(python_ratios), "ratios_to_python_stages": python_ratios,
+            "rounds": per_variant, "breakdown": breakdown}
 
 
 def project_breakdown(ui: SparkUI, runs: list) -> dict[str, float]:
@@ -242,8 +268,8 @@ def project_breakdown(ui: SparkUI, runs: list) -> dict[str, float]:
                 if name in stages_of:
                     # busy time is accumulated over the stage's tasks, per operator
                     inside = sum(row[f"busy_s_{op}"] for op in name.split("+")) / stage["tasks"] * 1000
-                    add(f"    {name}: inside the operator function", inside)
-                    add(f"    {name}: Python worker start + transfer", stage["run_ms"] - inside)
+                    add(f"    {name}: inside the operators' functions", inside)
+                    add(f"    {name}: rest of the run (worker hand-over, Arrow)", stage["run_ms"] - inside)
             gaps = sum(stages[i + 1]["submitted"] - stages[i]["completed"] for i in range(len(stages) - 1))
             add("  job: between stages", gaps * 1000)
     return {name: statistics.median(values) for name, values in parts.items()}
@@ -278,10 +304,12 @@ def main(argv: list[str] | None = None) -> int:
                 from benchmarks import foundation
 
                 print("throughput: instrumented vs same operators bare, saturated, alternating...", flush=True)
-                results["throughput"] = foundation.overhead(spark, work, 4, 24_000, args.rounds + 1, warm=2,
-                                                            measured=6)
+                # a folder of its own: its queries' checkpoint names would resume this benchmark's queries
+                (work / "foundation").mkdir()
+                results["throughput"] = foundation.overhead(spark, work / "foundation", 4, 24_000, args.rounds + 1,
+                                                            warm=2, measured=6)
                 print("source rate: rate-micro-batch, minimal Arrow source, replay, alternating...", flush=True)
-                results["source"] = foundation.source_rate(spark, work, foundation.SOURCE_ROWS_PER_BATCH,
+                results["source"] = foundation.source_rate(spark, work / "foundation", foundation.SOURCE_ROWS_PER_BATCH,
                                                            args.rounds + 1, warm=2, measured=5)
         finally:
             spark.stop()
@@ -298,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"per-batch fixed overhead, project / bare            {ov['ratio']:6.2f}x     <= 1.5x  "
           f"(medians {ov['project_batch_s'] * 1000:.0f} vs {ov['bare_batch_s'] * 1000:.0f} ms; rounds "
           f"{', '.join(f'{x:.2f}' for x in ov['ratios'])})")
+    print(f"  the same against the bare query with 2 pass-through    {ov['ratio_to_python_stages']:6.2f}x              "
+          f"(median {ov['python_stages_batch_s'] * 1000:.0f} ms: Spark's price of the project's Python stages)")
     if "throughput" in results:
         th = results["throughput"]
         print(f"max sustainable throughput, instrumented / bare     {th['ratio']:6.3f}      >= 0.95  "
