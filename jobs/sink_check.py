@@ -12,6 +12,8 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from jobs.sink import SUCCESS
+
 
 def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]]) -> tuple[int, int, int]:
     """Read the committed output back and check it against what each batch read: (events out, lost, duplicated).
@@ -23,7 +25,7 @@ def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]]) -> tupl
     for staging in sink_dir.glob(".batch_id=*.tmp"):  # a commit cut short (jobs.sink.commit_batch)
         shutil.rmtree(staging)
     for folder in sink_dir.glob("batch_id=*"):
-        if int(folder.name.split("=")[1]) not in committed or not (folder / "_SUCCESS").exists():
+        if int(folder.name.split("=")[1]) not in committed or not (folder / SUCCESS).exists():
             shutil.rmtree(folder)
     for batch_id, (first, n) in sorted(committed.items()):
         table = pq.read_table(sink_dir / f"batch_id={batch_id}", columns=["events", "event_id_sum"])

@@ -22,3 +22,18 @@ def test_the_benchmark_prints_the_ratio_and_a_breakdown_by_chained_stage(tmp_pat
     # every operator at degree 2: parse and enrich share a stage, aggregate and sink another (jobs.operators.chains)
     assert {"  stage, source read: wall", "  stage, parse+enrich: wall", "  stage, aggregate+sink: wall"} <= set(breakdown)
     assert breakdown["spark.addBatch"] > 0 and breakdown["    parse+enrich: task run"] > 0
+
+
+def test_the_foundation_throughput_comparison_runs_against_the_current_batch_function(tmp_path):
+    from benchmarks import foundation
+    from jobs.config import RunConfig
+    from jobs.spark_session import PACKAGES, package_code, start_spark
+
+    config = RunConfig(controller="static", controller_params={}, workload="constant", quiet=True).validate()
+    spark = start_spark(config, package_code(tmp_path / "code.zip", PACKAGES + ("benchmarks",)))
+    try:
+        result = foundation.overhead(spark, tmp_path, degree=2, events_per_batch=2000, rounds=1, warm=1, measured=2)
+    finally:
+        spark.stop()
+    assert result["instrumented_events_per_s"] > 0 and result["bare_events_per_s"] > 0
+    assert len(result["ratios"]) == 1

@@ -31,6 +31,14 @@ def test_an_operator_joins_its_predecessors_stage_only_at_the_same_degree_and_no
     assert grouped(degrees, chaining=False) == [(name,) for name in NAMES]
 
 
+def test_the_command_line_turns_chaining_off_and_the_run_records_it():
+    from jobs.run import build_parser, config_from_args
+
+    args = ["--controller", "static", "--workload", "constant"]
+    assert config_from_args(build_parser().parse_args(args)).chain_operators is True
+    assert config_from_args(build_parser().parse_args(args + ["--no-chaining"])).chain_operators is False
+
+
 class _Accumulator:
     def __init__(self):
         self.value = EMPTY_STATS
