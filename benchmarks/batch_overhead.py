@@ -42,15 +42,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
+from benchmarks import foundation
+from benchmarks.foundation import _constant_workload, _stop_quietly, instrumented_processor
 from jobs.config import RunConfig
 from jobs.operators import chains
 
 SPARK_PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
-
-
-def _workload(rate: int, duration_s: int) -> dict:
-    return {"name": f"bench-batch-overhead-{rate}", "profile": "constant", "params": {"rate": rate},
-            "duration_s": duration_s, "seed": 7, "keys": {"count": 1000}, "payload_bytes": 32}
 
 
 class _Clocked:
@@ -81,11 +78,7 @@ def paced_query(spark, fn: Callable, spec_json: str, trigger_s: float, batches: 
                 raise RuntimeError(f"benchmark query stopped: {query.exception()}")
         progress = [json.loads(p.json) for p in query.recentProgress if p.numInputRows > 0]
     finally:
-        spark.sparkContext.setLogLevel("OFF")  # a query stopped mid-batch logs the cancelled job as errors
-        try:
-            query.stop()
-        finally:
-            spark.sparkContext.setLogLevel("ERROR")
+        _stop_quietly(spark, query)
     return clocked, progress
 
 
@@ -131,26 +124,6 @@ class SparkUI:
 
 
 # ---- the two variants --------------------------------------------------------------------------------------------
-def project_variant(spark, work: Path, config: RunConfig, tag: str):
-    """The experiment's batch function with a static controller, recording to a throw-away MLflow store."""
-    import controllers
-    from controllers.loop import ControlLoop
-    from jobs.actuators import DegreeActuator, RunActuators
-    from jobs.batch import BatchProcessor
-    from jobs.recording.recorder import RunRecorder
-    from workloads import Schedule
-
-    controller = controllers.build_controller(config.controller, config.controller_params, config.topo.names,
-                                              config.max_degree)
-    actuators = RunActuators(DegreeActuator(controller.initial_degrees()))
-    recorder = RunRecorder(config.tracking_uri, config.experiment, f"bench-batch-overhead-{tag}",
-                           tags={"benchmark": "batch-overhead"})
-    loop = ControlLoop(controller, actuators.chain)
-    processor = BatchProcessor(config, spark, Schedule(config.spec), loop, work / f"sink-{tag}", recorder,
-                               lambda row: None, actuators)
-    return processor, recorder
-
-
 def bare_variant(degree: int) -> Callable:
     def bare(df, batch_id):
         df.repartition(degree).repartition(degree).repartition(degree).count()
@@ -177,8 +150,9 @@ def python_stages_variant(degree: int) -> Callable:
 def measure(spark, work: Path, rate: int, degree: int, trigger_s: float, batches: int, rounds: int,
             chaining: bool = True) -> dict:
     duration = int((batches + 10) * trigger_s * (rounds + 1)) + 30
-    config = RunConfig(controller="static", controller_params={"degree": degree}, workload=_workload(rate, duration),
-                       topology="zero-cost", trigger_s=trigger_s, chain_operators=chaining, tracking_uri=f"sqlite:///{work / 'mlflow.db'}",
+    config = RunConfig(controller="static", controller_params={"degree": degree},
+                       workload=_constant_workload(rate, duration), topology="zero-cost", trigger_s=trigger_s,
+                       chain_operators=chaining, tracking_uri=f"sqlite:///{work / 'mlflow.db'}",
                        experiment="benchmarks", quiet=True).validate()
     spec_json = config.spec.to_json()
     ui = SparkUI(spark.sparkContext)
@@ -193,7 +167,8 @@ def measure(spark, work: Path, rate: int, degree: int, trigger_s: float, batches
             clocked, progress = paced_query(spark, fn, spec_json, trigger_s, batches,
                                             work / "checkpoints" / f"{variant}-{r}", anchor_us)
         else:
-            processor, recorder = project_variant(spark, work, config, str(r))
+            processor, recorder = instrumented_processor(spark, config, work / f"sink-{r}",
+                                                         f"bench-batch-overhead-{r}", "batch-overhead")
             processor.anchor_us = anchor_us  # latencies are measured from the schedule's time 0
             clocked, progress = paced_query(spark, processor, spec_json, trigger_s, batches,
                                             work / "checkpoints" / f"project-{r}", anchor_us)
@@ -255,9 +230,10 @@ def project_breakdown(ui: SparkUI, runs: list) -> dict[str, float]:
             if not stages:
                 continue
             add("  job: driver planning before the first job", (stages[0]["job_submitted"] - batch_start) * 1000)
-            add("  job: after the last job (sink commit, driver)", (batch_end - max(s["job_completed"] for s in stages)) * 1000)
-            stages_of = ["+".join(op.name for op in chain)
-                         for chain in chains(processor.topology, processor.degrees.degrees, processor.config.chain_operators)]
+            last_job_end = max(s["job_completed"] for s in stages)
+            add("  job: after the last job (sink commit, driver)", (batch_end - last_job_end) * 1000)
+            stages_of = ["+".join(op.name for op in chain) for chain in
+                         chains(processor.topology, processor.degrees.degrees, processor.config.chain_operators)]
             names = (["source read"] + stages_of if len(stages) == len(stages_of) + 1
                      else [f"stage {i}" for i in range(len(stages))])
             for name, stage in zip(names, stages):
@@ -301,16 +277,15 @@ def main(argv: list[str] | None = None) -> int:
             results["overhead"] = measure(spark, work, args.rate, args.degree, args.trigger, args.batches,
                                           args.rounds, args.chaining)
             if args.with_foundation:
-                from benchmarks import foundation
-
                 print("throughput: instrumented vs same operators bare, saturated, alternating...", flush=True)
                 # a folder of its own: its queries' checkpoint names would resume this benchmark's queries
                 (work / "foundation").mkdir()
                 results["throughput"] = foundation.overhead(spark, work / "foundation", 4, 24_000, args.rounds + 1,
                                                             warm=2, measured=6)
                 print("source rate: rate-micro-batch, minimal Arrow source, replay, alternating...", flush=True)
-                results["source"] = foundation.source_rate(spark, work / "foundation", foundation.SOURCE_ROWS_PER_BATCH,
-                                                           args.rounds + 1, warm=2, measured=5)
+                results["source"] = foundation.source_rate(spark, work / "foundation",
+                                                           foundation.SOURCE_ROWS_PER_BATCH, args.rounds + 1,
+                                                           warm=2, measured=5)
         finally:
             spark.stop()
 

@@ -99,13 +99,27 @@ def _saturated_rate(spark, fn, spec_json: str, anchor_us: int, events_per_batch:
     return events_per_batch * (len(ends) - 1) / (ends[-1] - ends[0])
 
 
-def overhead(spark, work: Path, degree: int, events_per_batch: int, rounds: int, warm: int, measured: int) -> dict:
+def instrumented_processor(spark, config: RunConfig, sink: Path, run_name: str, benchmark: str):
+    """The experiment's own batch function for `config`'s controller, recording to `config`'s MLflow store as a
+    real run would (the benchmarks' instrumented variant): (processor, recorder). The caller sets the anchor and,
+    after its query, closes the processor and finishes the recorder."""
     import controllers
     from jobs.actuators import DegreeActuator, RunActuators
     from jobs.batch import BatchProcessor
-    from jobs.metrics import ProgressListener
     from jobs.recording.recorder import RunRecorder
     from workloads import Schedule
+
+    controller = controllers.build_controller(config.controller, config.controller_params, config.topo.names,
+                                              config.max_degree)
+    actuators = RunActuators(DegreeActuator(controller.initial_degrees()))
+    recorder = RunRecorder(config.tracking_uri, config.experiment, run_name, tags={"benchmark": benchmark})
+    processor = BatchProcessor(config, spark, Schedule(config.spec), ControlLoop(controller, actuators.chain), sink,
+                               recorder, progress=lambda row: None, actuators=actuators)
+    return processor, recorder
+
+
+def overhead(spark, work: Path, degree: int, events_per_batch: int, rounds: int, warm: int, measured: int) -> dict:
+    from jobs.metrics import ProgressListener
 
     total = events_per_batch * (warm + measured + 2)
     config = RunConfig(
@@ -121,13 +135,8 @@ def overhead(spark, work: Path, degree: int, events_per_batch: int, rounds: int,
         commit_batch(work / "bare", batch_id, apply_operators(df, topology, degrees).toArrow())
 
     def instrumented_rate(r: int) -> float:
-        recorder = RunRecorder(config.tracking_uri, config.experiment, f"bench-overhead-{r}",
-                               tags={"benchmark": "overhead"})
-        controller = controllers.build_controller("static", {"degree": degree}, topology.names, config.max_degree)
-        actuators = RunActuators(DegreeActuator(controller.initial_degrees()))
-        loop = ControlLoop(controller, actuators.chain)
-        processor = BatchProcessor(config, spark, Schedule(config.spec), loop, work / f"sink-{r}", recorder,
-                                   progress=lambda row: None, actuators=actuators)
+        processor, recorder = instrumented_processor(spark, config, work / f"sink-{r}", f"bench-overhead-{r}",
+                                                     "overhead")
         processor.anchor_us = anchor_us
         rate = _saturated_rate(spark, processor, spec_json, anchor_us, events_per_batch, warm, measured,
                                work / f"ckpt-instrumented-{r}", listener=ProgressListener())

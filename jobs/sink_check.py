@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from jobs.sink import SUCCESS
+from jobs.sink import SUCCESS, batch_folder
 
 
 def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]]) -> tuple[int, int, int]:
@@ -28,7 +28,7 @@ def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]]) -> tupl
         if int(folder.name.split("=")[1]) not in committed or not (folder / SUCCESS).exists():
             shutil.rmtree(folder)
     for batch_id, (first, n) in sorted(committed.items()):
-        table = pq.read_table(sink_dir / f"batch_id={batch_id}", columns=["events", "event_id_sum"])
+        table = pq.read_table(batch_folder(sink_dir, batch_id), columns=["events", "event_id_sum"])
         got, id_sum = pa_sum(table, "events"), pa_sum(table, "event_id_sum")
         events_out += got
         if got < n:
