@@ -53,6 +53,9 @@ class BatchProcessor:
         self.histogram = LatencyHistogram()
         self.within_slo = 0
         self.next_event = 0
+        # events whose batch is fully recorded (row, decision, metrics queued): what the driver may stop on. Set last,
+        # after next_event, so that stopping the query never cuts a batch between its commit and its record
+        self.events_recorded = 0
         self.prev_end_s = None
         self.due_at_prev_end = 0
         self.rows: list[dict[str, Any]] = []
@@ -158,6 +161,7 @@ class BatchProcessor:
                                          if k not in ("batch_id", "spark_batch_id") and not k.startswith("tasks_")
                                          and isinstance(v, (int, float))}, step=batch_id)
         self.progress(row)
+        self.events_recorded = stop
 
     def _observed(self, row: dict[str, Any], observed: dict[str, int]) -> None:
         """The number of tasks Spark ran for each operator's stage: the degree actually in force."""

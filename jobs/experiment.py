@@ -196,14 +196,14 @@ def wait_for_schedule(query, processor: BatchProcessor, schedule: Schedule, end_
         if query.awaitTermination(0.25):
             return False, None
         if config.stop_when_slo_unreachable:
-            pruned = slo_out_of_reach(processor.next_event, processor.within_slo, schedule.total_events,
+            pruned = slo_out_of_reach(processor.events_recorded, processor.within_slo, schedule.total_events,
                                       config.slo_target)
             if pruned:
                 log(f"stopping early (pruned): {pruned}")
                 return False, pruned
         now = time.time()
-        if processor.next_event >= schedule.total_events and now >= end_of_schedule:
+        if processor.events_recorded >= schedule.total_events and now >= end_of_schedule:
             return True, None
         if now > end_of_schedule + config.drain_timeout_s:
-            log(f"drain timeout: {schedule.total_events - processor.next_event} events still unprocessed")
+            log(f"drain timeout: {schedule.total_events - processor.events_recorded} events still unprocessed")
             return False, None
