@@ -52,7 +52,7 @@ from typing import Callable, Mapping
 
 from controllers.base import Controller, Param, register
 from controllers.common_params import SEARCHED_INITIAL_DEGREE, at_most_max_degree
-from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards, catch_up_rate
+from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards, catch_up_rate, vector_text
 from params.declare import SearchRange
 from controllers.types import Decision, RunContext, Snapshot
 
@@ -127,8 +127,9 @@ class DS2Controller(Controller):
         arrival_rate = sum(s.arrivals for s in window) / interval
         trigger = snapshot.trigger_interval_s
         if self.guards.enabled:  # the catch-up guard: the sustained rate plus the lag, within the SLO
-            rate, lag, _ = self.guards.target_rate(snapshot)
+            rate, lag, sustained = self.guards.target_rate(snapshot)
         else:
+            sustained = arrival_rate
             rate, lag = catch_up_rate(arrival_rate, snapshot.backlog, snapshot.batch_duration_s,
                                       self.params["catch_up_s"])
         work, rates, flowing = {}, {}, rate
@@ -183,7 +184,12 @@ class DS2Controller(Controller):
                 degrees = least_cost_vector(stage, ops, budget, floors,
                                             {op: max(caps.get(op, 0), current[op]) for op in ops})
         details = {"target_rate": rate, "lag": lag, "overhead_s": overhead, "budget_s": budget,
-                   "utilization": predicted, **{f"work_s_{op}": w for op, w in work.items()}}
+                   "utilization": predicted, **{f"work_s_{op}": w for op, w in work.items()},
+                   # for the decision ledger (controllers/ledger.py): the arrival rate expected, and the batch the
+                   # proposed vector should take on the events it sized for
+                   "predicted.arrival_eps": sustained, "predicted.records": rate * trigger,
+                   "predicted.batch_s": sum(stage(op, degrees[op]) for op in ops) + overhead,
+                   "predicted.vector": vector_text(degrees)}
         if guarded:
             details.update({f"guard.stage_s.{op}": stage(op, degrees[op]) for op in ops})
         return degrees, details

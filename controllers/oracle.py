@@ -32,6 +32,7 @@ from controllers.base import Controller, Param, Rule, register
 from controllers.common_params import MIN_DEGREE, at_most_max_degree
 from controllers.cost_model import ArrivalSchedule as Arrivals
 from controllers.cost_model import OperatorModel, operator_timing
+from controllers.guards import vector_text
 from controllers.types import Decision, RunContext, Snapshot
 from params.run import RUN_SETTINGS
 from params.units import US
@@ -137,7 +138,12 @@ class OracleController(Controller):
         budget = self.params["headroom"] * (self.slo_latency_s - age)
         degrees, duration, feasible = least_cost_vector(self.models, records, budget, self.params["batch_overhead_s"],
                                                         self.slots, self.params["min_degree"], self.max_degree)
-        return degrees, {"records": records, "budget_s": budget, "predicted_s": duration, "oldest_age_s": age}, feasible
+        arriving = self.arrivals.count_due(int((start_s + trigger_s) * US)) - due
+        return degrees, {"records": records, "budget_s": budget, "predicted_s": duration, "oldest_age_s": age,
+                         # for the decision ledger (controllers/ledger.py): the schedule's rate over the next
+                         # interval and the batch the vector takes on what it will read
+                         "predicted.arrival_eps": arriving / trigger_s, "predicted.records": records,
+                         "predicted.batch_s": duration, "predicted.vector": vector_text(degrees)}, feasible
 
     def initial_degrees(self) -> dict[str, int]:
         if self.arrivals is None:  # before the run hands over the schedule (e.g. while validating the config)

@@ -129,9 +129,10 @@ class ThresholdController(Controller):
 def _catch_up(guards, snapshot: Snapshot, op: str, details: dict) -> tuple[float, int | None]:
     """The catch-up guard's rate and the least degree of `op` that carries it (None: not enough observed), both
     recorded in the decision's details."""
-    target, lag, _ = guards.target_rate(snapshot)
+    target, lag, sustained = guards.target_rate(snapshot)
     sized = guards.catch_up_degree(snapshot, op, target)
-    details.update({"guard.catch_up_rate": target, "guard.lag": lag})
+    # the arrival rate it sized for, for the decision ledger (controllers/ledger.py)
+    details.update({"guard.catch_up_rate": target, "guard.lag": lag, "predicted.arrival_eps": sustained})
     if sized is not None:
         details[f"guard.catch_up_degree.{op}"] = sized
     return target, sized

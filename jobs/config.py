@@ -62,6 +62,7 @@ class RunConfig:
     summary_json: str | None = None
     lead_in_s: float = RUN_SETTINGS["lead_in_s"].default
     drain_timeout_s: float = RUN_SETTINGS["drain_timeout_s"].default
+    ledger_window_batches: int = RUN_SETTINGS["ledger_window_batches"].default
     quiet: bool = False
     fail_at_batch: int | None = None
     # stop the run as soon as it can no longer meet the SLO target (tuning's confirmation runs: Spark minutes go to

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("slo_latency_s", "slo_target"):
         _setting(s, name)
     s.add_argument("--master", default=None, help="Spark master (default local[4]; under spark-submit: its --master)")
-    for name in ("trigger_s", "source_partitions", "lead_in_s", "drain_timeout_s"):
+    for name in ("trigger_s", "source_partitions", "lead_in_s", "drain_timeout_s", "ledger_window_batches"):
         _setting(s, name)
     s.add_argument("--no-chaining", dest="chain_operators", action="store_false",
                    help="give every operator its own stage, even where a shuffle would change nothing (by default "
@@ -203,6 +203,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
         summary_json=args.summary_json, lead_in_s=args.lead_in_s, drain_timeout_s=args.drain_timeout_s,
+        ledger_window_batches=args.ledger_window_batches,
         quiet=args.quiet, fail_at_batch=args.fail_at_batch,
         stop_when_slo_unreachable=args.stop_when_slo_unreachable, policy_source=policy_source,
         host_scaling=args.host_scaling, host_provisioning_delay_s=args.host_provisioning_delay,

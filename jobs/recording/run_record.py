@@ -3,7 +3,9 @@ its end the summary, the per-batch table, the record of decisions and the timeli
 
 The record of decisions (decisions.jsonl) is written once, after the actuators have settled: every decision with
 the controller's reason and details, what it asked, what was accepted and what each actuator did and when that
-took effect. actuators.json says which actuators the run had on its backend, and why any was unavailable.
+took effect. actuators.json says which actuators the run had on its backend, and why any was unavailable. The
+decision ledger (ledger.csv, and the ledger_* summary metrics) sets each action's prediction against what followed
+it (controllers/ledger.py).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pandas as pd
 
 import controllers
 from controllers.base import Controller
+from controllers.ledger import LEDGER_COLUMNS, ledger_rows, ledger_summary
 from controllers.loop import DecisionRecord
 from jobs.config import RunConfig
 from jobs.recording.plots import timeline_png
@@ -62,6 +65,7 @@ def record_configuration(recorder: RunRecorder, config: RunConfig, controller: C
         "source_partitions": config.source_partitions, "chain_operators": config.chain_operators,
         "spark.master": config.master or "(spark-submit)",
         **{f"spark.conf.{k}": v for k, v in spark_settings(config, controller_settings).items()},
+        "ledger_window_batches": config.ledger_window_batches,
         "host_scaling": config.host_scaling, "host_provisioning_delay_s": config.host_provisioning_delay_s,
         **controller.run_params(),
     })
@@ -124,6 +128,8 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
     )
     summary["drained"] = float(drained)
     summary["pruned"] = float(pruned is not None)
+    ledger = ledger_rows(decisions, processor.rows, config.ledger_window_batches)
+    summary.update(ledger_summary(ledger))
     summary.update(actuators.summary())
     errors = recorder.flush()
     summary["metric_logging_errors"] = len(errors)
@@ -132,7 +138,8 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
     artifacts = output / "artifacts"
     artifacts.mkdir(exist_ok=True, parents=True)
     batches.to_parquet(artifacts / "batches.parquet", index=False)
-    logged = ["batches.parquet", "timeline.png", "summary.json"]
+    pd.DataFrame(ledger, columns=LEDGER_COLUMNS).to_csv(artifacts / "ledger.csv", index=False)
+    logged = ["batches.parquet", "ledger.csv", "timeline.png", "summary.json"]
     logged += write_decisions(artifacts, decisions, actuators.describe())
     if actuators.executors is not None:  # the executors as Spark recorded them
         write_jsonl(artifacts / "executors.jsonl", [v.__dict__ for v in actuators.executors.ledger.views.values()])

@@ -102,6 +102,13 @@ def test_mlflow_run_has_params_metrics_summary_and_artifacts(scripted_run, mlflo
     workload = json.load(open(download_artifacts(run_id=run.info.run_id, artifact_path="config/workload.json",
                                                  tracking_uri=tracking_uri)))
     assert workload["params"] == {"rate": 2000.0} and workload["seed"] == 3
+    # the decision ledger: the two scripted actions, each with what followed it (a script predicts nothing)
+    ledger = pd.read_csv(download_artifacts(run_id=run.info.run_id, artifact_path="ledger.csv",
+                                            tracking_uri=tracking_uri))
+    assert list(ledger["batch_id"]) == [2, 5] and m["ledger_actions"] == 2 and m["ledger_predicted_actions"] == 0
+    assert list(ledger["window_batches"]) == [3, 3] and ledger["predicted_arrival_eps"].isna().all()
+    assert ledger.loc[0, "after"] == "parse=1,enrich=3,aggregate=1,sink=1"
+    assert ledger["realised_arrival_eps"].between(1000, 3000).all() and ledger["kept_up"].all()
 
 
 def test_induced_failure_leaves_a_failed_run(runs):
