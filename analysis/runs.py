@@ -12,7 +12,10 @@ from jobs.recording.liveness import reap_dead_runs
 SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "cost_executor_core_seconds", "latency_p50_s",
                    "latency_p95_s", "latency_p99_s", "latency_max_s", "scaling_actions", "oscillations",
                    "backlog_integral_event_s", "records_in", "records_out", "records_lost", "records_duplicated",
-                   "reconfiguration_delay_batches_mean", "infeasible_decisions", "executors_mean")
+                   "reconfiguration_delay_batches_mean", "infeasible_decisions", "executors_mean",
+                   # the decision ledger (controllers/ledger.py)
+                   "ledger_actions", "ledger_predicted_actions", "ledger_arrival_error_median_abs",
+                   "ledger_capacity_error_median_abs", "ledger_fell_behind_share")
 ORACLE = "oracle"
 PRUNED = "PRUNED"  # the status column of a pruned run (jobs.run --stop-when-slo-unreachable)
 DONE = ("FINISHED", PRUNED)  # a case that ran as intended: a suite of these is complete
@@ -80,12 +83,32 @@ def latest_attempts(runs: pd.DataFrame) -> pd.DataFrame:
 def with_cost_to_oracle(runs: pd.DataFrame) -> pd.DataFrame:
     """Add `cost_to_oracle`: a run's cost / the cost of the finished oracle run on the same workload and seed (the
     lower bound), NaN where no such oracle run exists — or where the oracle found the workload infeasible at the
-    run's maximum degree (then `oracle_infeasible` is True: there is no bound to compare with)."""
+    run's maximum degree (then `oracle_infeasible` is True: there is no bound to compare with).
+
+    And the comparisons that hold also where the oracle is infeasible, against what it reached (the feasible
+    bound): `regret_to_oracle`, the cost per unit of SLO attainment above the oracle's, as a fraction of the
+    oracle's ((cost / attainment) / (oracle cost / oracle attainment) - 1: 0 is as good as the oracle, 0.5 pays
+    half as much again for each point of attainment), and `attainment_gap_to_oracle`, the oracle's attainment less
+    the run's (points as a fraction; negative: the run met more events on time, by paying more)."""
     oracle = runs[(runs["controller"] == ORACLE) & (runs["status"] == "FINISHED")].copy()
     oracle["_infeasible"] = oracle["infeasible_decisions"].fillna(0) > 0
     infeasible = oracle.groupby(["workload", "seed"])["_infeasible"].any().rename("oracle_infeasible")
     bound = oracle[~oracle["_infeasible"]].groupby(["workload", "seed"])["cost_slot_seconds"].min()
+    # the cheapest oracle run per workload and seed, feasible or not, for the per-SLO comparisons
+    best = oracle.sort_values("cost_slot_seconds").drop_duplicates(["workload", "seed"]).set_index(["workload", "seed"])
     out = runs.join(bound.rename("_oracle_cost"), on=["workload", "seed"]).join(infeasible, on=["workload", "seed"])
+    out = out.join(best.reindex(columns=["cost_slot_seconds", "slo_attainment"]).rename(
+        columns={"cost_slot_seconds": "_o_cost", "slo_attainment": "_o_att"}), on=["workload", "seed"])
     out["cost_to_oracle"] = out["cost_slot_seconds"] / out["_oracle_cost"]
+    attainment = out["slo_attainment"] if "slo_attainment" in out else pd.Series(float("nan"), index=out.index)
+    per_slo = _per_attainment(out["cost_slot_seconds"], attainment)
+    out["regret_to_oracle"] = per_slo / _per_attainment(out["_o_cost"], out["_o_att"]) - 1.0
+    out["attainment_gap_to_oracle"] = out["_o_att"] - attainment
     out["oracle_infeasible"] = out["oracle_infeasible"].astype("boolean").fillna(False).astype(bool)
-    return out.drop(columns="_oracle_cost")
+    return out.drop(columns=["_oracle_cost", "_o_cost", "_o_att"])
+
+
+def _per_attainment(cost: pd.Series, attainment: pd.Series) -> pd.Series:
+    """Cost per unit of SLO attainment; NaN where nothing was on time (no finite price per unit)."""
+    att = pd.to_numeric(attainment, errors="coerce")
+    return pd.to_numeric(cost, errors="coerce") / att.where(att > 0)

@@ -101,3 +101,23 @@ def test_cost_to_oracle_is_the_ratio_to_the_oracle_run_of_the_same_workload_and_
     runs.loc[0, "infeasible_decisions"] = 3
     out = with_cost_to_oracle(runs)
     assert out["cost_to_oracle"].isna().all() and out.loc[out["seed"] == 1, "oracle_infeasible"].all()
+
+
+def test_regret_is_cost_per_unit_of_slo_above_the_oracles_also_where_the_oracle_is_infeasible():
+    import pandas as pd
+
+    from analysis.runs import with_cost_to_oracle
+
+    runs = pd.DataFrame({"controller": ["oracle", "ds2", "threshold", "ds2"],
+                         "status": ["FINISHED"] * 4, "workload": ["bursty"] * 3 + ["other"],
+                         "seed": [1, 1, 1, 1], "cost_slot_seconds": [100.0, 300.0, 80.0, 50.0],
+                         "slo_attainment": [0.8, 0.9, 0.4, 0.9],
+                         "infeasible_decisions": [5, 0, 0, 0]})  # the oracle could not keep every peak
+    out = with_cost_to_oracle(runs).set_index(["workload", "controller"])
+    assert pd.isna(out.loc[("bursty", "ds2"), "cost_to_oracle"])  # no lower bound...
+    # ...but per point of SLO: ds2 pays 300/0.9 = 333 against the oracle's 100/0.8 = 125
+    assert out.loc[("bursty", "ds2"), "regret_to_oracle"] == pytest.approx((300 / 0.9) / 125 - 1)
+    assert out.loc[("bursty", "threshold"), "regret_to_oracle"] == pytest.approx(200 / 125 - 1)
+    assert out.loc[("bursty", "ds2"), "attainment_gap_to_oracle"] == pytest.approx(-0.1)
+    assert out.loc[("bursty", "oracle"), "regret_to_oracle"] == pytest.approx(0.0)
+    assert pd.isna(out.loc[("other", "ds2"), "regret_to_oracle"])  # no oracle run on that workload

@@ -38,6 +38,8 @@ def test_the_parent_run_carries_the_report_and_the_decision(experiment, mlflow_c
     assert len(images) == 3 and all(base64.b64decode(i).startswith(PNG) for i in images), "embedded, self-contained"
     assert "<b>static</b> wins" in page and "promoted <b>static</b> (model version 1)" in page
     assert "Ranking rule.</b> Among configurations whose mean SLO attainment meets the target" in page
+    # static controllers take no action: their ledger is empty, and the columns say so rather than show zeros
+    assert "<th>regret per SLO</th>" in page and "decision ledger" in page and "<th>actions that fell behind</th>" in page
     decisions = json.load(open(mlflow_client.download_artifacts(parent, "promotion/decisions.json", str(tmp_path))))
     assert decisions[0]["promote"] and decisions[0]["challenger"] == "static"
     assert mlflow_client.get_run(parent).data.tags["promotion.step"].startswith("step: PROMOTE static")
