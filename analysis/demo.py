@@ -6,14 +6,21 @@ table. Variants run sequentially because two streaming runs on one small machine
 
     python -m analysis.demo                    # the default three variants on the `step` workload
     python -m analysis.demo --workload ramp --duration 40 --variant threshold --variant static:degree=2
+    python -m analysis.demo --suite suites/bursty.yaml --seeds 1 --workloads bursty-google-tasks --no-promote
+
+With --suite, a suite file (suites/*.yaml, as the DAGs run them) gives the variants, workloads, seeds and settings;
+--seeds and --workloads run part of it.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from analysis.orchestration import with_oracle
 from analysis.promote import promote_suite
 from analysis.report import report_for_parent
 from analysis.suite import SuiteError, SuiteRequest, open_parent, run_suite, timestamped
@@ -35,29 +42,35 @@ def main(argv: list[str] | None = None) -> int:
     slo = RUN_SETTINGS["slo_latency_s"]
     ap.add_argument("--slo-latency", type=float, default=slo.default, help=f"{slo.doc} (default {slo.default:g})")
     ap.add_argument("--variant", action="append", help="controller[:param=value,...] (repeatable)")
+    ap.add_argument("--suite", metavar="FILE", help="run this suite file instead of the options above")
+    ap.add_argument("--seeds", help="with --suite: only these seeds (comma-separated)")
+    ap.add_argument("--workloads", help="with --suite: only these workloads (comma-separated)")
+    ap.add_argument("--no-promote", action="store_true", help="compare and report, but leave the champions alone")
     ap.add_argument("--master", default="local[4]")
     ap.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
     ap.add_argument("--tracking-uri", default=None)
     args = ap.parse_args(argv)
-    variants = args.variant or list(DEFAULT_VARIANTS)
     tracking_uri = args.tracking_uri or default_tracking_uri()
     try:
-        options = {"controllers": variants, "workloads": [args.workload], "seeds": [args.seed],
-                   "duration_s": args.duration, "slo_latency_s": args.slo_latency}
-        request = SuiteRequest.from_mapping(options, where="demo options")
+        request = _request(args, tracking_uri)
     except SuiteError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    variants, workloads = list(request.variants), ", ".join(request.workloads)
+    kind = "suite" if args.suite else "demo"
     try:
-        parent_id = open_parent(tracking_uri, args.experiment, timestamped("demo"),
-                                {"kind": "demo", "workload": args.workload},
-                                {"workload": args.workload, "duration_s": args.duration, "seed": args.seed,
-                                 "slo.latency_s": args.slo_latency, "variants": " | ".join(variants)})
+        parent_id = open_parent(tracking_uri, args.experiment, timestamped(Path(args.suite).stem if args.suite
+                                                                           else "demo"),
+                                {"kind": kind, "workload": workloads, **({"suite": args.suite} if args.suite else {})},
+                                {"workload": workloads, "duration_s": request.duration_s,
+                                 "seeds": ",".join(map(str, request.seeds)), "slo.latency_s": request.slo_latency_s,
+                                 "variants": " | ".join(variants)[:6000]})
     except TrackingUnreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 4
-    print(f"demo: {len(variants)} variants on workload {args.workload!r}, {args.duration:g}s each; "
-          f"parent MLflow run {parent_id}", flush=True)
+    print(f"{kind}: {len(variants)} variants x {len(request.workloads)} workload(s) ({workloads}) x "
+          f"{len(request.seeds)} seed(s), {len(request.cases())} runs one after another; parent MLflow run "
+          f"{parent_id}", flush=True)
     suite = run_suite(parent_id, request, tracking_uri=tracking_uri, experiment=args.experiment, master=args.master)
     results, failed = suite.summaries, suite.failed
     client = MlflowClient(tracking_uri)
@@ -66,10 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(results))
     if failed:
         print(f"\nfailed variants: {', '.join(failed)} (their MLflow runs are marked FAILED with the reason)")
-    print("\npromotion (champion/challenger, analysis/decision.py):")
-    decisions = promote_suite(tracking_uri, parent_id)
-    for d in decisions:
-        print("  " + d.summary())
+    decisions = []
+    if not args.no_promote:
+        print("\npromotion (champion/challenger, analysis/decision.py):")
+        decisions = promote_suite(tracking_uri, parent_id)
+        for d in decisions:
+            print("  " + d.summary())
     report = report_for_parent(tracking_uri, parent_id, decisions=decisions)
     client.set_terminated(parent_id, "FAILED" if failed else "FINISHED")
     print(f"""
@@ -80,8 +95,34 @@ The parent run holds the report (report/report.html) and the promotion decisions
 metrics, its summary, and artifacts: timeline.png, batches.parquet, decisions.jsonl.
     report:      {report}
     ranked:      .venv/bin/python -m analysis.compare --parent-run-id {parent_id}
-    champion:    .venv/bin/python -m jobs.run --champion {args.workload}     # starts with the promoted config""")
+    champion:    .venv/bin/python -m jobs.run --champion {request.workloads[0]}     # starts with the promoted config""")
     return 1 if failed else 0
+
+
+def _request(args, tracking_uri: str) -> SuiteRequest:
+    """The suite to run: a suite file (part of it with --seeds/--workloads) or the demo's options; with the oracle
+    added when the suite asks for it."""
+    if not args.suite:
+        options = {"controllers": args.variant or list(DEFAULT_VARIANTS), "workloads": [args.workload],
+                   "seeds": [args.seed], "duration_s": args.duration, "slo_latency_s": args.slo_latency}
+        return SuiteRequest.from_mapping(options, where="demo options")
+    request = SuiteRequest.from_file(Path(args.suite))
+    if args.seeds:
+        try:
+            seeds = tuple(int(s) for s in args.seeds.split(","))
+        except ValueError:
+            raise SuiteError(f"--seeds {args.seeds!r}: expected comma-separated integers") from None
+        missing = sorted(set(seeds) - set(request.seeds))
+        if missing:
+            raise SuiteError(f"--seeds: {missing} not among the suite's seeds {list(request.seeds)}")
+        request = replace(request, seeds=seeds)
+    if args.workloads:
+        names = tuple(w.strip() for w in args.workloads.split(",") if w.strip())
+        missing = sorted(set(names) - set(request.workloads))
+        if missing:
+            raise SuiteError(f"--workloads: {missing} not among the suite's workloads {list(request.workloads)}")
+        request = replace(request, workloads=names)
+    return with_oracle(request, tracking_uri)
 
 
 if __name__ == "__main__":

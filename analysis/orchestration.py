@@ -58,6 +58,7 @@ def prepare(params: dict[str, Any], *, tracking_uri: str, experiment: str, kind:
     `case_tags`) replaces the request's variants x workloads x seeds when each workload has its own variants (a
     tuning confirmation)."""
     request = request or SuiteRequest.from_mapping({k: v for k, v in params.items() if k in REQUEST_FIELDS})
+    request = with_oracle(request, tracking_uri)
     champions = champion_variants(tracking_uri, request.workloads) if include_champions else {}
     extra = tuple(v for v in dict.fromkeys(champions.values()) if v not in request.variants)
     if extra:
@@ -78,6 +79,27 @@ def prepare(params: dict[str, Any], *, tracking_uri: str, experiment: str, kind:
         arguments.append(args)
     return {"parent_run_id": parent, "cases": arguments, "champions": champions, "case_count": len(arguments),
             "tolerance": request.tolerance}
+
+
+def with_oracle(request: SuiteRequest, tracking_uri: str) -> SuiteRequest:
+    """The request with the oracle added when it asks for it (`include_oracle`): the oracle with the costs of the
+    store's latest calibration (`python -m jobs.calibrate`), measured on this machine, so that every run of the
+    suite gets its cost and regret against the oracle. SuiteError when the store has no calibration."""
+    if not request.include_oracle:
+        return request
+    from analysis.tuning.calibrations import load_calibration
+    from analysis.tuning.pipeline import latest_calibration
+    from jobs.calibrate import variant
+
+    found = latest_calibration(tracking_uri)
+    if found is None:
+        raise SuiteError(f"include_oracle: no calibration in {tracking_uri} to give the oracle its costs; run "
+                         "`python -m jobs.calibrate` (about a minute) on the master the suite runs on")
+    # as `jobs.run --controller-config .local/calibration/oracle.yaml` runs it: the oracle's own headroom on Spark,
+    # not the plant's exact-costs setting (headroom 1) that oracle_params gives the simulator
+    params = {k: v for k, v in load_calibration(found, tracking_uri).oracle_params().items() if k != "headroom"}
+    oracle = variant(params)
+    return replace(request, variants=request.variants + (oracle,), include_oracle=False)
 
 
 def case_run(tracking_uri: str, parent_run_id: str, case_index: int):

@@ -34,8 +34,9 @@ SUITE_SETTINGS: dict[str, Param] = {
                         minimum=0.0, open_minimum=True),
     **{key: RUN_SETTINGS[key] for key in ("slo_latency_s", "slo_target")},
 }
-# what a request (DAG params, a suite file) may hold
-REQUEST_FIELDS = ("controllers", "workloads", "seeds", *SUITE_SETTINGS)
+# what a request (DAG params, a suite file) may hold; include_oracle adds the oracle calibrated on this store's
+# latest calibration (analysis.orchestration.with_oracle), so every run gets its cost and regret against the oracle
+REQUEST_FIELDS = ("controllers", "workloads", "seeds", *SUITE_SETTINGS, "include_oracle")
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -97,6 +98,7 @@ class SuiteRequest:
     tolerance: dict[str, float] | None = None  # for regression checks: relative worsening allowed per metric
     topology: str = "default"  # a named topology (jobs.topology.NAMED_TOPOLOGIES) or a YAML file
     stop_when_slo_unreachable: bool = False  # tuning's confirmation: prune runs that can no longer meet the target
+    include_oracle: bool = False  # add the calibrated oracle to the variants when the suite is opened
 
     def cases(self) -> list[Case]:
         return [Case(v, w, s) for w in self.workloads for v in self.variants for s in self.seeds]
@@ -146,6 +148,10 @@ class SuiteRequest:
                 problems.append(f"{at('tolerance')}: expected {{metric: fraction >= 0}} with metrics among "
                                 f"{', '.join(HIGHER_IS_BETTER)}, got {tolerance!r}")
                 tolerance = None
+        include_oracle = raw.get("include_oracle", False)
+        if not isinstance(include_oracle, bool):
+            problems.append(f"{at('include_oracle')}: expected true or false, got {include_oracle!r}")
+            include_oracle = False
         unknown = sorted(set(raw) - {*REQUEST_FIELDS, "tolerance", "description"})
         if unknown:
             problems.append(f"{where}: unknown field(s) {', '.join(unknown)}")
@@ -170,7 +176,7 @@ class SuiteRequest:
         if problems:
             raise SuiteError("\n".join(problems))
         return cls(tuple(variants), tuple(workloads), tuple(seeds), numbers["duration_s"], numbers["slo_latency_s"],
-                   numbers["slo_target"], tolerance)
+                   numbers["slo_target"], tolerance, include_oracle=include_oracle)
 
     @classmethod
     def from_file(cls, path: Path) -> "SuiteRequest":
