@@ -13,7 +13,8 @@ case failed) -> `close` (parent run FINISHED, or FAILED if any case did not fini
 
 A controller that misses the SLO is a result, not a failure; only infrastructure failures (Spark could not run the
 job) are retried. Configurations are written `controller[:param=value,...]`, e.g. `threshold:cooldown_s=6` or
-`static:degree=1,degrees={enrich: 3}`; workloads are catalogue names (see the README).
+`static:degree=1,degrees={enrich: 3}`; workloads are catalogue names (see the README). Or give a versioned suite
+file in Param `suite` (e.g. `suites/bursty.yaml`, the bursty real-trace suite), which replaces those fields.
 """
 from __future__ import annotations
 
@@ -49,6 +50,13 @@ from elastic_streaming import (OWNER, analyse_promote_close, experiment_name, ru
         "spark_conn_id": Param("spark_default", type="string", minLength=1,
                                description="Airflow connection of the Spark master (local[N] or spark://host:port)"),
         "include_champions": Param(True, type="boolean", description="add each workload's champion to the runs"),
+        "include_oracle": Param(False, type="boolean",
+                                description="add the oracle with the costs of the store's latest calibration "
+                                            "(python -m jobs.calibrate): every run gets its cost and regret against "
+                                            "the oracle"),
+        "suite": Param("", type="string",
+                       description="a suite file (e.g. suites/bursty.yaml): its configurations, workloads, seeds, "
+                                   "duration, SLO and include_oracle replace the fields above"),
         "promote": Param(True, type="boolean", description="apply the champion/challenger rule afterwards"),
     },
 )
@@ -57,11 +65,20 @@ def elastic_experiment():
     def validate(params=None) -> dict:
         from airflow.sdk import Connection
 
+        from analysis.orchestration import suite_file, with_oracle
         from analysis.suite import REQUEST_FIELDS, SuiteError, SuiteRequest
 
-        problems = []
+        problems, request = [], dict(params)
         try:
-            SuiteRequest.from_mapping({k: params[k] for k in REQUEST_FIELDS})
+            if params["suite"]:
+                suite = suite_file(params["suite"])
+                request.update({"controllers": list(suite.variants), "workloads": list(suite.workloads),
+                                "seeds": list(suite.seeds), "duration_s": suite.duration_s,
+                                "slo_latency_s": suite.slo_latency_s, "slo_target": suite.slo_target,
+                                "include_oracle": suite.include_oracle})
+            else:
+                suite = SuiteRequest.from_mapping({k: params[k] for k in REQUEST_FIELDS})
+            with_oracle(suite, tracking_uri())  # a calibration for the oracle must exist before anything runs
         except SuiteError as exc:
             problems.append(str(exc))
         try:
@@ -71,7 +88,7 @@ def elastic_experiment():
                             "e.g. AIRFLOW_CONN_SPARK_DEFAULT='{\"conn_type\": \"spark\", \"host\": \"local[2]\"}')")
         if problems:
             raise AirflowFailException("invalid request:\n" + "\n".join(problems))
-        return dict(params)
+        return request
 
     @task
     def open_suite(request: dict, dag_run=None) -> dict:

@@ -97,3 +97,58 @@ def test_a_suite_file_must_come_from_an_allowed_folder(tmp_path, monkeypatch):
         suite_file(str(link))
     (tmp_path / "allowed" / "mine.yaml").write_text(own.read_text())
     assert suite_file(str(tmp_path / "allowed" / "mine.yaml")).variants == ("static",)
+
+
+def test_a_suite_asking_for_the_oracle_gets_the_stores_latest_calibration(tmp_path):
+    import yaml
+    from mlflow.tracking import MlflowClient
+
+    from analysis.orchestration import with_oracle
+    from tests.analysis.test_tuning import CALIBRATION
+
+    request = SuiteRequest.from_mapping({"controllers": ["ds2"], "workloads": ["step"], "include_oracle": True})
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("e", artifact_location=(tmp_path / "a").as_uri())
+    with pytest.raises(SuiteError, match=r"include_oracle: no calibration in .*python -m jobs.calibrate"):
+        with_oracle(request, uri)
+    run = client.create_run(exp, tags={"kind": "calibration"}).info.run_id
+    path = tmp_path / "oracle.yaml"
+    params = {k: v for k, v in CALIBRATION.items() if k != "calibration_run"}
+    path.write_text(yaml.safe_dump({"controller": "oracle", "params": params}))
+    client.log_artifact(run, str(path), "calibration")
+    client.set_terminated(run, "FINISHED")
+    added = with_oracle(request, uri)
+    assert added.variants[0] == "ds2" and added.variants[1].startswith("oracle:service_s={")
+    assert f"calibration_run={run}" in added.variants[1] and "headroom" not in added.variants[1]
+    assert not added.include_oracle and with_oracle(added, uri) == added  # added once
+    with pytest.raises(SuiteError, match=r"include_oracle: expected true or false, got 'yes'"):
+        SuiteRequest.from_mapping({"controllers": ["ds2"], "workloads": ["step"], "include_oracle": "yes"})
+
+
+def test_the_bursty_suite_in_the_repository_is_valid():
+    from workloads.traces import traces_dir
+
+    if not (traces_dir() / "google2011_task_events").exists():
+        pytest.skip(f"the bursty suite replays real traces; none at {traces_dir()} (set ELASTIC_TRACES_DIR)")
+    request = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty.yaml")
+    assert request.include_oracle and len(request.workloads) == 5 and request.seeds == (1, 2, 3)
+    assert {"ds2", "ds2:guards=true"} <= set(request.variants)
+
+
+def test_the_demo_runs_a_suite_file_or_part_of_it(tmp_path):
+    from argparse import Namespace
+
+    from analysis.demo import _request
+
+    suite = tmp_path / "s.yaml"
+    suite.write_text("controllers: [static, threshold]\nworkloads: [step, ramp]\nseeds: [1, 2, 3]\nduration_s: 20\n")
+    args = Namespace(suite=str(suite), seeds="2", workloads="ramp")
+    request = _request(args, f"sqlite:///{tmp_path}/m.db")
+    assert request.cases() == [Case("static", "ramp", 2), Case("threshold", "ramp", 2)]
+    assert request.duration_s == 20
+    for seeds, workloads, problem in (("4", None, "--seeds: [4] not among the suite's seeds [1, 2, 3]"),
+                                      ("a", None, "--seeds 'a': expected comma-separated integers"),
+                                      (None, "flash", "--workloads: ['flash'] not among")):
+        with pytest.raises(SuiteError, match=problem.replace("[", r"\[")):
+            _request(Namespace(suite=str(suite), seeds=seeds, workloads=workloads), "sqlite:///unused.db")
