@@ -1,0 +1,126 @@
+"""Issue #21's goals, read from runs of the bursty real-trace suite (suites/bursty.yaml) in MLflow: do the controllers
+hold on real bursts, at what price against the oracle, and do the guards cut DS2's churn?
+
+    python -m benchmarks.bursty_goals --parent-run-id ID [--parent-run-id ID ...]
+
+Per workload, each configuration as mean [95 % bootstrap interval] over its seeds: SLO attainment, cost ÷ the
+oracle's on the same seed (also where the oracle could not keep every event on time: then its cost is the price of
+what it reached, the feasible bound, and the attainment gap is shown beside it), regret per SLO point, scaling
+actions, and from the decision ledger the share of actions after which the vector fell behind. Goals, per workload:
+the cheapest non-oracle configuration whose attainment is within 5 points of the oracle's costs <= 1.3x the oracle;
+DS2 with guards costs <= 1.6x the oracle and takes <= half DS2's scaling actions without guards.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+import pandas as pd
+
+from analysis.runs import ORACLE, load_runs
+from analysis.stats import Interval, bootstrap_mean
+from jobs.recording.recorder import default_tracking_uri
+
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+BEST_GOAL = 1.3  # the best non-oracle configuration's cost / the oracle's
+ATTAINMENT_POINTS = 0.05  # ... with its attainment within this of the oracle's
+GUARDED_DS2_GOAL = 1.6  # DS2 with guards: cost / the oracle's
+ACTIONS_CUT_GOAL = 0.5  # DS2 with guards: at least this fewer scaling actions than DS2 without
+DS2, GUARDED_DS2 = "ds2", "ds2:guards=true"
+
+
+def _fmt(interval: Interval, scale: float = 1.0, digits: int = 1) -> str:
+    if interval.n == 0 or math.isnan(interval.mean):
+        return "—"
+    return f"{scale * interval.mean:.{digits}f} [{scale * interval.low:.{digits}f}, {scale * interval.high:.{digits}f}]"
+
+
+def with_ratio_to_oracle(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each run's cost / the cost of the finished oracle run on the same workload and seed, whether or not the
+    oracle kept every event on time (`oracle_attainment` beside it)."""
+    oracle = runs[(runs["controller"] == ORACLE) & (runs["status"] == "FINISHED")]
+    bound = oracle.groupby(["workload", "seed"]).agg(oracle_cost=("cost_slot_seconds", "min"),
+                                                     oracle_attainment=("slo_attainment", "max"))
+    out = runs.join(bound, on=["workload", "seed"])
+    out["ratio_to_oracle"] = out["cost_slot_seconds"] / out["oracle_cost"]
+    return out
+
+
+def configuration_table(group: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration of one workload: the means and intervals over its finished seeds."""
+    rows = []
+    for config, runs in group.groupby("config", sort=False):
+        done = runs[runs["status"] == "FINISHED"]
+        figures = {m: bootstrap_mean(done[m].dropna().tolist()) for m in
+                   ("slo_attainment", "cost_slot_seconds", "ratio_to_oracle", "regret_to_oracle", "scaling_actions",
+                    "ledger_fell_behind_share", "ledger_capacity_error_median_abs")}
+        rows.append({"config": config, "controller": runs["controller"].iloc[0], "seeds": len(done),
+                     "not_finished": len(runs) - len(done), **figures})
+    return pd.DataFrame(rows)
+
+
+def goals(tracking_uri: str, parents: list[str]) -> list[str]:
+    runs = pd.concat([load_runs(tracking_uri, parent_run_id=p) for p in parents], ignore_index=True)
+    runs = with_ratio_to_oracle(runs)
+    runs.loc[runs["controller"] == ORACLE, "config"] = ORACLE  # its calibrated parameters make a long label
+    lines, verdicts = [], {"best": [], "guarded_cost": [], "guarded_actions": []}
+    for workload, group in runs.groupby("workload", sort=True):
+        table = configuration_table(group)
+        oracle = table[table["config"] == ORACLE]
+        oracle_att = oracle["slo_attainment"].iloc[0] if len(oracle) else None
+        lines.append(f"\n{workload}: oracle SLO {_fmt(oracle_att, 100) if oracle_att is not None else '— (no run)'} %")
+        lines.append(f"  {'configuration':<24} seeds  {'SLO attainment %':<22} {'cost slot-s':<22} "
+                     f"{'÷ oracle':<18} {'regret/SLO':<18} {'actions':<18} fell behind")
+        for _, r in table.iterrows():
+            lines.append(f"  {r['config'][:24]:<24} {r['seeds']:5d}  {_fmt(r['slo_attainment'], 100):<22} "
+                         f"{_fmt(r['cost_slot_seconds'], 1, 0):<22} {_fmt(r['ratio_to_oracle'], 1, 2):<18} "
+                         f"{_fmt(r['regret_to_oracle'], 1, 2):<18} {_fmt(r['scaling_actions'], 1, 1):<18} "
+                         f"{_fmt(r['ledger_fell_behind_share'], 100, 0)}"
+                         + (f"  ({r['not_finished']} not finished)" if r["not_finished"] else ""))
+        if oracle_att is None or oracle_att.n == 0:
+            lines.append("  goals: not measured (no finished oracle run)")
+            continue
+        others = table[(table["config"] != ORACLE) & (table["seeds"] > 0)]
+        close = others[others["slo_attainment"].map(lambda i: i.mean >= oracle_att.mean - ATTAINMENT_POINTS)]
+        if close.empty:
+            lines.append(f"  best non-oracle within {ATTAINMENT_POINTS:.0%} points of the oracle's attainment: none "
+                         f"— goal <= {BEST_GOAL:g}x MISSED")
+            verdicts["best"].append(False)
+        else:
+            best = close.loc[close["ratio_to_oracle"].map(lambda i: i.mean).idxmin()]
+            ok = best["ratio_to_oracle"].mean <= BEST_GOAL
+            verdicts["best"].append(ok)
+            lines.append(f"  best non-oracle within {ATTAINMENT_POINTS:.0%} points of the oracle's attainment: "
+                         f"{best['config']} at {best['ratio_to_oracle'].mean:.2f}x — goal <= {BEST_GOAL:g}x "
+                         f"{'met' if ok else 'MISSED'}")
+        by_config = {r["config"]: r for _, r in others.iterrows()}
+        if GUARDED_DS2 in by_config:
+            g = by_config[GUARDED_DS2]
+            ok = g["ratio_to_oracle"].mean <= GUARDED_DS2_GOAL
+            verdicts["guarded_cost"].append(ok)
+            lines.append(f"  DS2 with guards: {g['ratio_to_oracle'].mean:.2f}x the oracle — goal <= "
+                         f"{GUARDED_DS2_GOAL:g}x {'met' if ok else 'MISSED'}")
+            if DS2 in by_config and by_config[DS2]["scaling_actions"].mean > 0:
+                cut = 1 - g["scaling_actions"].mean / by_config[DS2]["scaling_actions"].mean
+                ok = cut >= ACTIONS_CUT_GOAL
+                verdicts["guarded_actions"].append(ok)
+                lines.append(f"  DS2 with guards: {cut:.0%} fewer scaling actions than without — goal >= "
+                             f"{ACTIONS_CUT_GOAL:.0%} {'met' if ok else 'MISSED'}")
+    lines.append("\nacross workloads: " + "; ".join(
+        f"{name} met on {sum(v)} of {len(v)}" for name, v in verdicts.items() if v))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bursty_goals", description=__doc__.split("\n\n")[0])
+    p.add_argument("--parent-run-id", action="append", required=True, help="a run of the bursty suite (its parent)")
+    p.add_argument("--tracking-uri", default=None)
+    args = p.parse_args(argv)
+    print("\n".join(goals(args.tracking_uri or default_tracking_uri(), args.parent_run_id)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
