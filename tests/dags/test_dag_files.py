@@ -97,17 +97,14 @@ def test_invalid_params_fail_before_anything_is_submitted(tmp_path):
     assert MlflowClient(uri).search_runs([exp.experiment_id]) == [], "no MLflow run was created"
 
 
-def test_a_suite_file_is_read_in_full_and_its_oracle_needs_a_calibration(tmp_path):
-    """Param `suite` replaces the request's fields; a suite outside the allowed folders, or one asking for the
-    oracle on a store without a calibration, fails the validate task, naming why, before anything runs."""
+def test_a_suite_file_replaces_the_request_and_its_oracle_needs_a_calibration(tmp_path):
+    """Param `suite` replaces the request's fields (here: include_oracle comes from the file); a suite asking for
+    the oracle on a store without a calibration fails the validate task, naming why, before anything runs. (A suite
+    from outside the allowed folders: tests/analysis/test_suite_request.py.)"""
     uri = sqlite_uri(tmp_path)
-    home = tmp_path / "airflow"
-    outside = tmp_path / "mine.yaml"
-    outside.write_text("controllers: [static]\nworkloads: [step]\n")
-    bad = run_dag(home, "elastic_experiment", {**EXPERIMENT_CONF, "suite": str(outside)}, uri)
-    assert "is outside the folders suites may come from" in task_failure(bad, "validate")
-    outside.write_text("controllers: [static]\nworkloads: [step]\ninclude_oracle: true\n")
-    no_oracle = run_dag(home, "elastic_experiment", {**EXPERIMENT_CONF, "suite": str(outside)}, uri,
+    suite = tmp_path / "mine.yaml"
+    suite.write_text("controllers: [static]\nworkloads: [step]\ninclude_oracle: true\n")
+    no_oracle = run_dag(tmp_path / "airflow", "elastic_experiment", {**EXPERIMENT_CONF, "suite": str(suite)}, uri,
                         extra_env={"ELASTIC_SUITE_DIRS": str(tmp_path)})  # the deployment allows this folder
     error = task_failure(no_oracle, "validate")
     assert f"include_oracle: no calibration in {uri}" in error and "python -m jobs.calibrate" in error, error
