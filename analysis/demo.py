@@ -9,7 +9,7 @@ table. Variants run sequentially because two streaming runs on one small machine
     python -m analysis.demo --suite suites/bursty.yaml --seeds 1 --workloads bursty-google-tasks --no-promote
 
 With --suite, a suite file (suites/*.yaml, as the DAGs run them) gives the variants, workloads, seeds and settings;
---seeds and --workloads run part of it.
+--seeds, --workloads and --controllers run part of it.
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite", metavar="FILE", help="run this suite file instead of the options above")
     ap.add_argument("--seeds", help="with --suite: only these seeds (comma-separated)")
     ap.add_argument("--workloads", help="with --suite: only these workloads (comma-separated)")
+    ap.add_argument("--controllers", help="with --suite: only these of its configurations (separated by ' | ')")
     ap.add_argument("--no-promote", action="store_true", help="compare and report, but leave the champions alone")
     ap.add_argument("--master", default="local[4]")
     ap.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
@@ -122,6 +123,12 @@ def _request(args, tracking_uri: str) -> SuiteRequest:
         if missing:
             raise SuiteError(f"--workloads: {missing} not among the suite's workloads {list(request.workloads)}")
         request = replace(request, workloads=names)
+    if args.controllers:
+        names = tuple(v.strip() for v in args.controllers.split("|") if v.strip())
+        missing = sorted(set(names) - set(request.variants))
+        if missing:
+            raise SuiteError(f"--controllers: {missing} not among the suite's configurations {list(request.variants)}")
+        request = replace(request, variants=names)
     return with_oracle(request, tracking_uri)
 
 

@@ -70,6 +70,12 @@ class Controller(ABC):
     def decide(self, snapshot: Snapshot) -> Decision:
         """Degrees for the next batch, given what the last one showed."""
 
+    def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int]) -> Decision | None:
+        """Degrees for the batch that is starting, now that it is known to read `pending` events (those arrived and
+        not yet read: a consumer's lag), or None to keep `degrees`. Most controllers decide only after a batch; the
+        guard layer's burst sizing answers here (controllers/guards.py, Guards.batch_start)."""
+        return None
+
     def initial_executors(self) -> int | None:
         """Executors for the first batch when this controller manages them (process level); None leaves the
         executors to Spark (all the cores the cluster grants, or Spark's own dynamic allocation)."""

@@ -24,6 +24,13 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   once it saturated) and is linear (the degree itself) where nothing was observed. Its capacity curve, rate vs
   degree, is records ÷ stage_s.
 
+- **Burst sizing** (`burst_sizing`, with guards on): when a batch starts, the events it is about to read are known
+  (arrived, not yet read: a consumer's lag). If the current vector would take longer than the catch-up time on them,
+  the batch runs with degrees raised, operator by operator where the predicted stage is longest, until it fits
+  (`batch_start`, called through `Controller.at_batch_start`). The review after that batch returns to the vector
+  before it at once (or to the proposal, if higher), without stabilisation, band or cost test: a burst shorter than
+  a trigger interval is met by the batch that reads it, and paid for that batch only.
+
 Review (`Guards.review`, in this order):
 
 1. **Bounds from slots** (`min_degree`, `parallel_slots`, the run's max degree): a proposal is brought into
@@ -151,6 +158,10 @@ GUARD_PARAMS: dict[str, Param] = {
                                0.0, open_minimum=True, search_when=("guards", True), search=SearchRange(5.0, 120.0, log=True)),
     "excluded_periods": Param(str, "", "guards: windows of run time with no scaling, seconds from the start: "
                                        "'30-60,120-150' or [[30, 60], [120, 150]]", structured=True),
+    "burst_sizing": Param(bool, True, "guards: when a batch starts, size its vector for the events it is about to "
+                                      "read if the current one would take longer than the catch-up time, and return "
+                                      "after that batch (Guards.batch_start)", search_when=("guards", True),
+                          search=Choices((True, False))),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
     "min_degree": MIN_DEGREE,
@@ -223,6 +234,7 @@ class Guards:
         self.blocks: dict[str, Block] = {}
         self.gains: dict[str, float] = {}
         self._lower_since: float | None = None  # since when lower vectors have been proposed without a break
+        self._before_burst: dict[str, int] | None = None  # the vector a batch-start burst sizing raised
 
     # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
 
@@ -420,6 +432,54 @@ class Guards:
                     return p
         return top
 
+    # ---- sizing at the start of a batch, for the events it is about to read ----
+
+    def batch_start(self, pending: int, current: Mapping[str, int], trigger_s: float
+                    ) -> tuple[dict[str, int], dict[str, Any]] | None:
+        """Burst sizing: the vector for a batch about to read `pending` events, when the current vector would take
+        longer than the catch-up time on them (`catch_up_s()`, at most the SLO less one trigger); None when it would
+        not (or too little was observed to say). A micro-batch engine knows what a batch will read before it runs
+        it — the events already arrived and not yet read, which is a Kafka consumer's lag, not the future — so a
+        burst that arrived between two batches can be met by the batch that reads it instead of the one after.
+
+        The stages are predicted from the last batch (each operator's records per source event and busy time per
+        record; the fitted per-task cost and observed speed-up, `stage_s`), its fixed cost as it was. Degrees are
+        raised one at a time on the operator whose stage is longest, up to the slot bound and any ineffective-scaling
+        block, until the batch fits. Only raises: the next review may return to the vector before it at once."""
+        if not (self.enabled and self.params["burst_sizing"]) or not self._recent or pending <= 0:
+            return None
+        last = self._recent[-1]
+        if last.records_read <= 0:
+            return None
+        budget = self.catch_up_s(trigger_s)
+        spans = sum(o.span_s for o in last.operators)
+        fixed = max(0.0, last.batch_duration_s - spans)
+        work = {}
+        for op in last.operators:
+            if op.records_in <= 0 or op.busy_s <= 0:
+                continue
+            work[op.name] = (pending * op.records_in / last.records_read, op.busy_s / op.records_in)
+
+        def batch_s(vector: Mapping[str, int]) -> float:
+            return fixed + sum(self.stage_s(op, vector[op], n, c) for op, (n, c) in work.items())
+
+        if not work or batch_s(current) <= budget:
+            return None
+        want = dict(current)
+        while batch_s(want) > budget:
+            raisable = [op for op in work if want[op] < self.max_useful(op, current[op])]
+            if not raisable:
+                break
+            slowest = max(raisable, key=lambda op: self.stage_s(op, want[op], *work[op]))
+            want[slowest] += 1
+        if want == dict(current):
+            return None
+        self._before_burst = dict(current)
+        return want, {"guard.burst_pending": pending, "guard.burst_budget_s": budget,
+                      "guard.burst_predicted_s": batch_s(want), "guard.burst_predicted_current_s": batch_s(current),
+                      "predicted.records": float(pending), "predicted.batch_s": batch_s(want),
+                      "predicted.vector": vector_text(want)}
+
     # ---- the review of a proposal ----
 
     def _excluded(self, t: float) -> tuple[float, float] | None:
@@ -453,6 +513,15 @@ class Guards:
             return Decision(dict(current), f"{reason}; guards: {note}", details=details)
 
         proposal_changes = want != current
+        before_burst, self._before_burst = self._before_burst, None
+        if before_burst is not None and any(current[op] > before_burst[op] for op in self.operators) \
+                and all(want[op] <= current[op] for op in self.operators):
+            # the last batch ran with a vector sized at its start for its burst: back to the vector before it at
+            # once (or to the proposal, if higher), without stabilisation, band or cost test
+            back = {op: min(current[op], max(want[op], before_burst[op])) for op in self.operators}
+            details["guard.burst_return"] = 1
+            return Decision(back, f"{reason}; guards: the burst batch is done, back to {vector_text(back)}",
+                            details=details)
         # bounds from slots
         floor = p["min_degree"]
         for op in self.operators:

@@ -96,6 +96,33 @@ class ControlLoop:
         self.actuators = list(actuators)
         self.log: list[DecisionRecord] = []
 
+    def at_batch_start(self, last_batch_id: int, time_s: float, pending: int) -> dict[str, int]:
+        """Ask the controller, as batch last_batch_id + 1 starts and is known to read `pending` events, whether
+        that batch should run with other degrees (Controller.at_batch_start); a change is validated, applied and
+        recorded like any decision, numbered as a decision after the last batch (in force in the next one);
+        returns the degrees for the starting batch."""
+        decision = self.controller.at_batch_start(pending, time_s, dict(self.degrees))
+        if decision is None or dict(decision.degrees) == self.degrees:
+            return dict(self.degrees)
+        before = dict(self.degrees)
+        requested = {"degrees": dict(decision.degrees), "executors": None}
+        problem = invalid_reason(decision, self.controller.operators, self.controller.max_degree)
+        if problem is not None:
+            self.log.append(DecisionRecord(last_batch_id, time_s, before, before, False,
+                                           f"rejected at batch start: {problem}", self.executors, self.executors,
+                                           requested, dict(decision.details)))
+            return before
+        self.degrees = {op: int(decision.degrees[op]) for op in self.controller.operators}
+        record = DecisionRecord(last_batch_id, time_s, before, dict(self.degrees), True,
+                                f"at batch start: {decision.reason}", self.executors, self.executors, requested,
+                                dict(decision.details))
+        for actuator in self.actuators:
+            outcome = actuator.apply(record)
+            if outcome is not None:
+                record.outcomes.append(outcome)
+        self.log.append(record)
+        return dict(self.degrees)
+
     def step(self, snapshot: Snapshot) -> dict[str, int]:
         """Decide after a batch; returns the degrees in force for the next batch (self.executors: the executors)."""
         before, executors_before = dict(self.degrees), self.executors

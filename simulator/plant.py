@@ -131,6 +131,8 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
         if n == 0:  # Spark skips a trigger with no new data
             t += config.trigger_interval_s
             continue
+        # a controller may resize the batch now that it knows what the batch reads (guards' burst sizing)
+        degrees = loop.at_batch_start(batch_id - 1, t, n)
         records = n
         ops = []
         span_total = 0.0

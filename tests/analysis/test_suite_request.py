@@ -143,12 +143,15 @@ def test_the_demo_runs_a_suite_file_or_part_of_it(tmp_path):
 
     suite = tmp_path / "s.yaml"
     suite.write_text("controllers: [static, threshold]\nworkloads: [step, ramp]\nseeds: [1, 2, 3]\nduration_s: 20\n")
-    args = Namespace(suite=str(suite), seeds="2", workloads="ramp")
+    args = Namespace(suite=str(suite), seeds="2", workloads="ramp", controllers=None)
     request = _request(args, f"sqlite:///{tmp_path}/m.db")
     assert request.cases() == [Case("static", "ramp", 2), Case("threshold", "ramp", 2)]
+    args.controllers = "threshold"
+    assert _request(args, "sqlite:///unused.db").cases() == [Case("threshold", "ramp", 2)]
     assert request.duration_s == 20
     for seeds, workloads, problem in (("4", None, "--seeds: [4] not among the suite's seeds [1, 2, 3]"),
                                       ("a", None, "--seeds 'a': expected comma-separated integers"),
                                       (None, "flash", "--workloads: ['flash'] not among")):
         with pytest.raises(SuiteError, match=problem.replace("[", r"\[")):
-            _request(Namespace(suite=str(suite), seeds=seeds, workloads=workloads), "sqlite:///unused.db")
+            _request(Namespace(suite=str(suite), seeds=seeds, workloads=workloads, controllers=None),
+                     "sqlite:///unused.db")
