@@ -18,6 +18,8 @@ from controllers.actuation import Actuator, Outcome
 from controllers.base import Controller
 from controllers.types import Decision, Snapshot
 
+AT_BATCH_START = "at batch start"  # the reason's prefix of a decision taken as a batch started (at_batch_start)
+
 
 @dataclass
 class DecisionRecord:
@@ -109,12 +111,12 @@ class ControlLoop:
         problem = invalid_reason(decision, self.controller.operators, self.controller.max_degree)
         if problem is not None:
             self.log.append(DecisionRecord(last_batch_id, time_s, before, before, False,
-                                           f"rejected at batch start: {problem}", self.executors, self.executors,
+                                           f"rejected {AT_BATCH_START}: {problem}", self.executors, self.executors,
                                            requested, dict(decision.details)))
             return before
         self.degrees = {op: int(decision.degrees[op]) for op in self.controller.operators}
         record = DecisionRecord(last_batch_id, time_s, before, dict(self.degrees), True,
-                                f"at batch start: {decision.reason}", self.executors, self.executors, requested,
+                                f"{AT_BATCH_START}: {decision.reason}", self.executors, self.executors, requested,
                                 dict(decision.details))
         for actuator in self.actuators:
             outcome = actuator.apply(record)

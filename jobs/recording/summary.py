@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from controllers.loop import DecisionRecord
+from controllers.loop import AT_BATCH_START, DecisionRecord
 from controllers.oracle import INFEASIBLE
 
 
@@ -146,6 +146,8 @@ def summarise(
         "records_lost": lost,
         "records_duplicated": duplicated,
         "scaling_actions": sum(1 for d in decisions if d.changed),
+        # of which taken as a batch started, for the events it was about to read (the guards' burst sizing)
+        "batch_start_actions": sum(1 for d in decisions if d.changed and d.reason.startswith(AT_BATCH_START)),
         "rejected_decisions": sum(1 for d in decisions if not d.accepted),
         # a controller that knows it cannot meet the objective at the maximum degrees says so (the oracle does)
         "infeasible_decisions": sum(1 for d in decisions if d.reason.startswith(INFEASIBLE)),
