@@ -77,6 +77,8 @@ from params.declare import Choices, Param, Rule, SearchRange
 
 # batches whose arrival rates make the sustained rate (their median) and the offered load (their mean)
 GUARD_WINDOW = 3
+# the detail marking a decision that ends a burst sizing (its return to the vector before it)
+BURST_RETURN = "guard.burst_return"
 # most recent batches per (operator, degree) the capacity curve keeps: recent enough to follow a change of
 # per-record cost, long enough to average a few noisy batches
 CURVE_BATCHES = 10
@@ -519,7 +521,7 @@ class Guards:
             # the last batch ran with a vector sized at its start for its burst: back to the vector before it at
             # once (or to the proposal, if higher), without stabilisation, band or cost test
             back = {op: min(current[op], max(want[op], before_burst[op])) for op in self.operators}
-            details["guard.burst_return"] = 1
+            details[BURST_RETURN] = 1
             return Decision(back, f"{reason}; guards: the burst batch is done, back to {vector_text(back)}",
                             details=details)
         # bounds from slots

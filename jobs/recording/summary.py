@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from controllers.guards import BURST_RETURN
 from controllers.loop import AT_BATCH_START, DecisionRecord
 from controllers.oracle import INFEASIBLE
 
@@ -73,11 +74,12 @@ def reconfiguration_delays(decisions: Sequence[DecisionRecord], batches: pd.Data
 
 
 def oscillations(decisions: Sequence[DecisionRecord], window_batches: int = 5) -> int:
-    """Reversals: an operator scaled one way and back the other way within `window_batches` batches."""
+    """Reversals: an operator scaled one way and back the other way within `window_batches` batches. A burst sizing
+    (a batch sized as it started) and the return after it are one planned excursion, not a reversal: neither counts."""
     last: dict[str, tuple[int, int]] = {}
     count = 0
     for d in decisions:
-        if not d.changed:
+        if not d.changed or d.reason.startswith(AT_BATCH_START) or d.details.get(BURST_RETURN):
             continue
         for op, after in d.after.items():
             before = d.before[op]

@@ -375,6 +375,10 @@ def test_a_batch_that_would_overrun_is_sized_for_what_it_reads_when_it_starts():
     after = loop.step(snap(degrees, batch_id=3, time_s=9.0, rate=1000, records=20000, batch_s=2.6, backlog=300))
     assert after == {op: 1 for op in OPS}
     assert "the burst batch is done, back to parse=1,enrich=1,aggregate=1,sink=1" in loop.log[-1].reason
+    # one planned excursion, not a reversal: the run's oscillation count leaves the pair out, not its actions
+    from jobs.recording.summary import oscillations
+
+    assert sum(r.changed for r in loop.log) == 2 and oscillations(loop.log) == 0
 
 
 def test_burst_sizing_stays_out_of_the_way_when_the_batch_fits_is_switched_off_or_guards_are():
