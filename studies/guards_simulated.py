@@ -1,4 +1,5 @@
-"""The guard layer on bursty load, in the micro-batch plant model (no Spark): DS2 and threshold, guards on vs off.
+"""The guard layer on bursty load, in the micro-batch plant model (no Spark): DS2 and threshold, guards off, on
+without burst sizing, on, and on without stabilisation.
 
     python -m studies.guards_simulated            # the markdown table (3 seeds per cell, ~20 s)
     python -m studies.guards_simulated --seeds 5
@@ -76,6 +77,12 @@ def schedule(workload: str, seed: int) -> Schedule:
     return Schedule(parse_workload(WORKLOADS[workload](seed), source=f"studies.guards_simulated:{workload}"))
 
 
+# off: the published controller; on without burst sizing: the guards reacting after each batch only; on: with it;
+# on without stabilisation: scale-downs at once, the capacity a burst needs coming back by burst sizing
+GUARD_MODES = (("off", False, {}), ("on, no burst sizing", True, {"burst_sizing": False}), ("on", True, {}),
+               ("on, no stabilisation", True, {"stabilisation_s": 0}))
+
+
 def run_once(controller: str, guards: bool, arrivals: Schedule, params: dict[str, Any] | None = None,
              plant: PlantConfig = PLANT, duration_s: float = DURATION_S) -> Outcome:
     run = simulate_configuration(controller, {"guards": guards, **(params or {})}, arrivals, plant,
@@ -122,9 +129,9 @@ def table(seeds: tuple[int, ...] = (1, 2, 3)) -> tuple[str, list[str]]:
         oracle = {seed: run_oracle(schedule(workload, seed)) for seed in seeds}
         rows = [("oracle", "—", [oracle[seed] for seed in seeds])]
         for controller in CONTROLLERS:
-            for guards in (False, True):
-                rows.append((controller, "on" if guards else "off",
-                             [run_once(controller, guards, arrivals[seed]) for seed in seeds]))
+            for label, guards, params in GUARD_MODES:
+                rows.append((controller, label,
+                             [run_once(controller, guards, arrivals[seed], params) for seed in seeds]))
         for controller, guards, runs in rows:
             lines.append(f"| {workload} | {controller} | {guards} | "
                          f"{_cell([r.actions for r in runs], '.1f')} | "
