@@ -101,7 +101,7 @@ metrics, its summary, and artifacts: timeline.png, batches.parquet, decisions.js
 
 
 def _request(args, tracking_uri: str) -> SuiteRequest:
-    """The suite to run: a suite file (part of it with --seeds/--workloads) or the demo's options; with the oracle
+    """The suite to run: a suite file (part of it with --seeds/--workloads/--controllers) or the demo's options; with the oracle
     added when the suite asks for it."""
     if not args.suite:
         options = {"controllers": args.variant or list(DEFAULT_VARIANTS), "workloads": [args.workload],
@@ -113,23 +113,26 @@ def _request(args, tracking_uri: str) -> SuiteRequest:
             seeds = tuple(int(s) for s in args.seeds.split(","))
         except ValueError:
             raise SuiteError(f"--seeds {args.seeds!r}: expected comma-separated integers") from None
-        missing = sorted(set(seeds) - set(request.seeds))
-        if missing:
-            raise SuiteError(f"--seeds: {missing} not among the suite's seeds {list(request.seeds)}")
-        request = replace(request, seeds=seeds)
+        request = replace(request, seeds=_part("--seeds", seeds, request.seeds, "seeds"))
     if args.workloads:
-        names = tuple(w.strip() for w in args.workloads.split(",") if w.strip())
-        missing = sorted(set(names) - set(request.workloads))
-        if missing:
-            raise SuiteError(f"--workloads: {missing} not among the suite's workloads {list(request.workloads)}")
-        request = replace(request, workloads=names)
+        request = replace(request, workloads=_part("--workloads", _names(args.workloads, ","), request.workloads,
+                                                   "workloads"))
     if args.controllers:
-        names = tuple(v.strip() for v in args.controllers.split("|") if v.strip())
-        missing = sorted(set(names) - set(request.variants))
-        if missing:
-            raise SuiteError(f"--controllers: {missing} not among the suite's configurations {list(request.variants)}")
-        request = replace(request, variants=names)
+        request = replace(request, variants=_part("--controllers", _names(args.controllers, "|"), request.variants,
+                                                  "configurations"))
     return with_oracle(request, tracking_uri)
+
+
+def _names(text: str, separator: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(separator) if name.strip())
+
+
+def _part(flag: str, chosen: tuple, available: tuple, what: str) -> tuple:
+    """`chosen`, when every one of them is among the suite's `available` ones (a part of the suite, not another)."""
+    missing = sorted(set(chosen) - set(available))
+    if missing:
+        raise SuiteError(f"{flag}: {missing} not among the suite's {what} {list(available)}")
+    return chosen
 
 
 if __name__ == "__main__":
