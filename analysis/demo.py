@@ -101,8 +101,8 @@ metrics, its summary, and artifacts: timeline.png, batches.parquet, decisions.js
 
 
 def _request(args, tracking_uri: str) -> SuiteRequest:
-    """The suite to run: a suite file (part of it with --seeds/--workloads/--controllers) or the demo's options; with the oracle
-    added when the suite asks for it."""
+    """The suite to run: a suite file (part of it with --seeds/--workloads/--controllers) or the demo's options;
+    with the oracle added when the suite asks for it."""
     if not args.suite:
         options = {"controllers": args.variant or list(DEFAULT_VARIANTS), "workloads": [args.workload],
                    "seeds": [args.seed], "duration_s": args.duration, "slo_latency_s": args.slo_latency}
