@@ -80,6 +80,10 @@ def latest_attempts(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([runs[runs["case"].isna()], cased], ignore_index=True)
 
 
+# the columns with_cost_to_oracle adds
+ORACLE_COLUMNS = ("cost_to_oracle", "regret_to_oracle", "attainment_gap_to_oracle", "oracle_infeasible")
+
+
 def with_cost_to_oracle(runs: pd.DataFrame) -> pd.DataFrame:
     """Add `cost_to_oracle`: a run's cost / the cost of the finished oracle run on the same workload and seed (the
     lower bound), NaN where no such oracle run exists — or where the oracle found the workload infeasible at the

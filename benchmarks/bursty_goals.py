@@ -19,7 +19,7 @@ import sys
 
 import pandas as pd
 
-from analysis.runs import ORACLE, load_runs
+from analysis.runs import ORACLE, ORACLE_COLUMNS, load_runs, with_cost_to_oracle
 from analysis.stats import Interval, bootstrap_mean
 from jobs.recording.recorder import default_tracking_uri
 
@@ -64,6 +64,8 @@ def configuration_table(group: pd.DataFrame) -> pd.DataFrame:
 
 def goals(tracking_uri: str, parents: list[str]) -> list[str]:
     runs = pd.concat([load_runs(tracking_uri, parent_run_id=p) for p in parents], ignore_index=True)
+    # against the oracle run of the same workload and seed in any of the parents, not only in the run's own
+    runs = with_cost_to_oracle(runs.drop(columns=list(ORACLE_COLUMNS)))
     runs = with_ratio_to_oracle(runs)
     runs.loc[runs["controller"] == ORACLE, "config"] = ORACLE  # its calibrated parameters make a long label
     lines, verdicts = [], {"best": [], "guarded_cost": [], "guarded_actions": []}

@@ -4,11 +4,12 @@ from mlflow.tracking import MlflowClient
 from benchmarks.bursty_goals import goals
 
 
-def fabricate(tmp_path, runs):
+def fabricate(tmp_path, runs, uri=None):
     """runs: (workload, config, seed, slo attainment, cost, scaling actions, infeasible decisions)."""
-    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    uri = uri or f"sqlite:///{tmp_path / 'm.db'}"
     client = MlflowClient(uri)
-    exp = client.create_experiment("b", artifact_location=(tmp_path / "a").as_uri())
+    found = client.get_experiment_by_name("b")
+    exp = found.experiment_id if found else client.create_experiment("b", artifact_location=(tmp_path / "a").as_uri())
     parent = client.create_run(exp).info.run_id
     for workload, config, seed, slo, cost, actions, infeasible in runs:
         controller = config.split(":")[0]
@@ -45,3 +46,11 @@ def test_goals_per_workload_against_the_oracle_also_where_it_is_infeasible(tmp_p
     assert "across workloads: best met on 1 of 2; guarded_cost met on 1 of 2; guarded_actions met on 1 of 2" in text
     # regret per SLO point on the infeasible workload: (1000 / 0.5) / (200 / 0.8) - 1 = 7
     assert "7.00 [7.00, 7.00]" in text
+
+
+def test_runs_of_one_suite_split_over_parents_are_compared_with_the_oracle_of_any_of_them(tmp_path):
+    uri, first = fabricate(tmp_path, [("w", "ds2", 1, 0.5, 300.0, 10, 0)])
+    _, second = fabricate(tmp_path, [("w", "oracle:x=1", 1, 1.0, 100.0, 5, 0)], uri=uri)
+    text = "\n".join(goals(uri, [first, second]))
+    assert "3.00 [3.00, 3.00]" in text  # ds2's cost / the oracle's, from the other parent
+    assert "5.00 [5.00, 5.00]" in text  # regret per SLO: (300 / 0.5) / (100 / 1) - 1
