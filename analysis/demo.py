@@ -96,7 +96,7 @@ The parent run holds the report (report/report.html) and the promotion decisions
 metrics, its summary, and artifacts: timeline.png, batches.parquet, decisions.jsonl.
     report:      {report}
     ranked:      .venv/bin/python -m analysis.compare --parent-run-id {parent_id}
-    champion:    .venv/bin/python -m jobs.run --champion {request.workloads[0]}     # starts with the promoted config""")
+    champion:    .venv/bin/python -m jobs.run --champion {request.workloads[0]}   # starts with the promoted config""")
     return 1 if failed else 0
 
 

@@ -12,10 +12,15 @@ pytestmark = pytest.mark.spark
 
 def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_uri, mlflow_client, tmp_path):
     workload = tmp_path / "w.yaml"
-    # 600 ev/s, and at 12 s a spike of about 30,000 events within a second and a half, which one batch reads: at
-    # degree 1 its stages would take about 5 s, past the 3 s catch-up budget (SLO 5 s less the 2 s trigger)
-    workload.write_text("name: spike-it\nprofile: flash_crowd\nparams: {base: 600, peak: 40000, at_s: 12, "
-                        "rise_s: 0.5, decay_s: 0.5}\nduration_s: 22\nseed: 4\n")
+    # 600 ev/s, and three spikes of about 50,000 events within a second, 7 s apart: at degree 1 such a batch would
+    # take about 9 s, past the 3 s catch-up budget (SLO 5 s less the 2 s trigger). Where a spike falls against the
+    # trigger is left to the clock; a spike that arrives while a batch runs is met by the decision after that batch
+    # instead, so three spikes at different phases make sure some batch starts with one waiting.
+    spike = ("{{name: s{i}, profile: flash_crowd, "
+             "params: {{base: 0, peak: 50000, at_s: {at}, rise_s: 0.5, decay_s: 0.3}}}}")
+    workload.write_text("name: spikes-it\nduration_s: 30\nseed: 4\nstreams:\n"
+                        "- {name: base, profile: constant, params: {rate: 600}}\n"
+                        + "".join(f"- {spike.format(i=i, at=at)}\n" for i, at in enumerate((10, 17, 24))))
     proc = run_cli(["--controller", "ds2", "--param", "guards=true", "--param", "min_records=100",
                     "--workload", str(workload), "--tracking-uri", tracking_uri, "--experiment", "it-burst",
                     "--output-dir", str(tmp_path / "job"), "--quiet"])
