@@ -130,11 +130,12 @@ def _slots_hold(values, context):
 
 
 GUARD_PARAMS: dict[str, Param] = {
-    "guards": Param(bool, False, "the guard layer (controllers/guards.py: band, catch-up sizing, stabilisation, "
-                                 "ineffective-scaling detection, observed scalability, reconfiguration cost, slot "
-                                 "bounds, excluded periods); off: the controller as published. Off by default until "
-                                 "the bursty suite on Spark shows it helps (issue #21): in the plant model it cuts "
-                                 "actions and raises SLO attainment but costs 20-35 % more slot-seconds",
+    "guards": Param(bool, False, "the guard layer (controllers/guards.py: band, catch-up sizing, burst sizing, "
+                                 "stabilisation, ineffective-scaling detection, observed scalability, "
+                                 "reconfiguration cost, slot bounds, excluded periods); off: the controller as "
+                                 "published. Off by default: on bursty real traces it holds the SLO where the "
+                                 "published controllers do not (docs/bursty.md), but on a steady step it costs "
+                                 "about a quarter more (plant model)",
                     search=Choices((True, False))),
     "target_utilization": Param(float, 0.7, "fraction of the trigger interval a batch should take: the band's "
                                             "centre, and what sizing aims at", 0.05, 1.0,
