@@ -195,16 +195,12 @@ class DS2Controller(Controller):
         return degrees, details
 
     def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int]) -> Decision | None:
-        sized = self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0)
-        if sized is None:
-            return None
-        want, details = sized
-        # the batch that starts runs at these degrees: DS2's window of measurements at the current degrees starts
-        # with it
-        self._last_change_batch = self._window[-1].batch_id if self._window else -1
-        return Decision(want, f"burst: {pending} events waiting, predicted {details['predicted.batch_s']:.2f} s "
-                              f"at {vector_text(want)} (budget {details['guard.burst_budget_s']:.2f} s)",
-                        details=details)
+        decision = self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0)
+        if decision is not None:
+            # the batch that starts runs at these degrees: DS2's window of measurements at the current degrees
+            # starts with it
+            self._last_change_batch = self._window[-1].batch_id if self._window else -1
+        return decision
 
     def decide(self, snapshot: Snapshot) -> Decision:
         self._window.append(snapshot)

@@ -437,9 +437,8 @@ class Guards:
 
     # ---- sizing at the start of a batch, for the events it is about to read ----
 
-    def batch_start(self, pending: int, current: Mapping[str, int], trigger_s: float
-                    ) -> tuple[dict[str, int], dict[str, Any]] | None:
-        """Burst sizing: the vector for a batch about to read `pending` events, when the current vector would take
+    def batch_start(self, pending: int, current: Mapping[str, int], trigger_s: float) -> Decision | None:
+        """Burst sizing: the decision for a batch about to read `pending` events, when the current vector would take
         longer than the catch-up time on them (`catch_up_s()`, at most the SLO less one trigger); None when it would
         not (or too little was observed to say). A micro-batch engine knows what a batch will read before it runs
         it — the events already arrived and not yet read, which is a Kafka consumer's lag, not the future — so a
@@ -478,10 +477,14 @@ class Guards:
         if want == dict(current):
             return None
         self._before_burst = dict(current)
-        return want, {"guard.burst_pending": pending, "guard.burst_budget_s": budget,
-                      "guard.burst_predicted_s": batch_s(want), "guard.burst_predicted_current_s": batch_s(current),
-                      "predicted.records": float(pending), "predicted.batch_s": batch_s(want),
-                      "predicted.vector": vector_text(want)}
+        predicted = batch_s(want)
+        return Decision(want, f"burst: {pending} events waiting, predicted {predicted:.2f} s at {vector_text(want)} "
+                              f"(budget {budget:.2f} s)",
+                        details={"guard.burst_pending": pending, "guard.burst_budget_s": budget,
+                                 "guard.burst_predicted_s": predicted,
+                                 "guard.burst_predicted_current_s": batch_s(current),
+                                 "predicted.records": float(pending), "predicted.batch_s": predicted,
+                                 "predicted.vector": vector_text(want)})
 
     # ---- the review of a proposal ----
 

@@ -104,49 +104,36 @@ class ControlLoop:
         recorded like any decision, numbered as a decision after the last batch (in force in the next one);
         returns the degrees for the starting batch."""
         decision = self.controller.at_batch_start(pending, time_s, dict(self.degrees))
-        if decision is None or dict(decision.degrees) == self.degrees:
-            return dict(self.degrees)
-        before = dict(self.degrees)
-        requested = {"degrees": dict(decision.degrees), "executors": None}
-        problem = invalid_reason(decision, self.controller.operators, self.controller.max_degree)
-        if problem is not None:
-            self.log.append(DecisionRecord(last_batch_id, time_s, before, before, False,
-                                           f"rejected {AT_BATCH_START}: {problem}", self.executors, self.executors,
-                                           requested, dict(decision.details)))
-            return before
-        self.degrees = {op: int(decision.degrees[op]) for op in self.controller.operators}
-        record = DecisionRecord(last_batch_id, time_s, before, dict(self.degrees), True,
-                                f"{AT_BATCH_START}: {decision.reason}", self.executors, self.executors, requested,
-                                dict(decision.details))
-        for actuator in self.actuators:
-            outcome = actuator.apply(record)
-            if outcome is not None:
-                record.outcomes.append(outcome)
-        self.log.append(record)
+        if decision is not None and dict(decision.degrees) != self.degrees:
+            self._take(decision, last_batch_id, time_s, at_batch_start=True)
         return dict(self.degrees)
 
     def step(self, snapshot: Snapshot) -> dict[str, int]:
         """Decide after a batch; returns the degrees in force for the next batch (self.executors: the executors)."""
-        before, executors_before = dict(self.degrees), self.executors
         decision = self.controller.decide(snapshot)  # an exception here is a controller bug: the run fails loudly
+        self._take(decision, snapshot.batch_id, snapshot.time_s)
+        return dict(self.degrees)
+
+    def _take(self, decision: Decision, batch_id: int, time_s: float, at_batch_start: bool = False) -> None:
+        """Validate the decision, apply it through the actuators when valid, and record it either way."""
+        before, executors_before = dict(self.degrees), self.executors
         problem = invalid_reason(decision, self.controller.operators, self.controller.max_degree)
         if problem is None and decision.executors is not None and self.executors is None:
             problem = "an executor count from a configuration that leaves the executors to Spark"
         requested = {"degrees": dict(decision.degrees), "executors": decision.executors}
+        when = f" {AT_BATCH_START}" if at_batch_start else ""
         if problem is None:
             self.degrees = {op: int(decision.degrees[op]) for op in self.controller.operators}
             if decision.executors is not None:
                 self.executors = decision.executors
-            record = DecisionRecord(snapshot.batch_id, snapshot.time_s, before, dict(self.degrees), True,
-                                    decision.reason, self.executors, executors_before, requested,
-                                    dict(decision.details))
+            reason = f"{AT_BATCH_START}: {decision.reason}" if at_batch_start else decision.reason
+            record = DecisionRecord(batch_id, time_s, before, dict(self.degrees), True, reason, self.executors,
+                                    executors_before, requested, dict(decision.details))
             for actuator in self.actuators:
                 outcome = actuator.apply(record)
                 if outcome is not None:
                     record.outcomes.append(outcome)
         else:
-            record = DecisionRecord(snapshot.batch_id, snapshot.time_s, before, before, False,
-                                    f"rejected: {problem}", self.executors, executors_before, requested,
-                                    dict(decision.details))
+            record = DecisionRecord(batch_id, time_s, before, before, False, f"rejected{when}: {problem}",
+                                    self.executors, executors_before, requested, dict(decision.details))
         self.log.append(record)
-        return dict(self.degrees)

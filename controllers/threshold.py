@@ -23,7 +23,7 @@ from typing import Mapping
 
 from controllers.base import Controller, Param, register
 from controllers.common_params import COOLDOWN_S, SEARCHED_INITIAL_DEGREE, at_most_max_degree, below
-from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards, vector_text
+from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards
 from params.declare import Choices, SearchRange
 from controllers.types import Decision, RunContext, Snapshot
 
@@ -60,13 +60,7 @@ class ThresholdController(Controller):
         return {op: max(self.params["initial_degree"], self.params["min_degree"]) for op in self.operators}
 
     def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int]) -> Decision | None:
-        sized = self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0)
-        if sized is None:
-            return None
-        want, details = sized
-        return Decision(want, f"burst: {pending} events waiting, predicted {details['predicted.batch_s']:.2f} s "
-                              f"at {vector_text(want)} (budget {details['guard.burst_budget_s']:.2f} s)",
-                        details=details)
+        return self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0)
 
     def decide(self, snapshot: Snapshot) -> Decision:
         if not self.guards.enabled:
