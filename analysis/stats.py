@@ -16,6 +16,7 @@ Experiments here have few samples per configuration (3-10 seeds), so the methods
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -36,6 +37,12 @@ class Interval:
 
     def overlaps(self, other: "Interval") -> bool:
         return self.low <= other.high and other.low <= self.high
+
+    def text(self, scale: float = 1.0, digits: int = 1) -> str:
+        """'mean [low, high]', each times `scale` with `digits` decimals; '—' with no value."""
+        if self.n == 0 or math.isnan(self.mean):
+            return "—"
+        return f"{scale * self.mean:.{digits}f} [{scale * self.low:.{digits}f}, {scale * self.high:.{digits}f}]"
 
 
 def bootstrap_mean(values: Sequence[float], confidence: float = 0.95, seed: int = 0,

@@ -13,7 +13,6 @@ DS2 with guards costs <= 1.6x the oracle and takes <= half DS2's scaling actions
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import warnings
@@ -21,7 +20,7 @@ import warnings
 import pandas as pd
 
 from analysis.runs import ORACLE, ORACLE_COLUMNS, load_runs, with_cost_to_oracle
-from analysis.stats import Interval, bootstrap_mean
+from analysis.stats import bootstrap_mean
 from jobs.recording.recorder import default_tracking_uri
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -32,30 +31,13 @@ ACTIONS_CUT_GOAL = 0.5  # DS2 with guards: at least this fewer scaling actions t
 DS2, GUARDED_DS2 = "ds2", "ds2:guards=true"
 
 
-def _fmt(interval: Interval, scale: float = 1.0, digits: int = 1) -> str:
-    if interval.n == 0 or math.isnan(interval.mean):
-        return "—"
-    return f"{scale * interval.mean:.{digits}f} [{scale * interval.low:.{digits}f}, {scale * interval.high:.{digits}f}]"
-
-
-def with_ratio_to_oracle(runs: pd.DataFrame) -> pd.DataFrame:
-    """Each run's cost / the cost of the finished oracle run on the same workload and seed, whether or not the
-    oracle kept every event on time (`oracle_attainment` beside it)."""
-    oracle = runs[(runs["controller"] == ORACLE) & (runs["status"] == "FINISHED")]
-    bound = oracle.groupby(["workload", "seed"]).agg(oracle_cost=("cost_slot_seconds", "min"),
-                                                     oracle_attainment=("slo_attainment", "max"))
-    out = runs.join(bound, on=["workload", "seed"])
-    out["ratio_to_oracle"] = out["cost_slot_seconds"] / out["oracle_cost"]
-    return out
-
-
 def configuration_table(group: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration of one workload: the means and intervals over its finished seeds."""
     rows = []
     for config, runs in group.groupby("config", sort=False):
         done = runs[runs["status"] == "FINISHED"]
         figures = {m: bootstrap_mean(done[m].dropna().tolist()) for m in
-                   ("slo_attainment", "cost_slot_seconds", "ratio_to_oracle", "regret_to_oracle", "scaling_actions",
+                   ("slo_attainment", "cost_slot_seconds", "cost_to_oracle_reached", "regret_to_oracle", "scaling_actions",
                     "batch_start_actions",
                     "ledger_fell_behind_share", "ledger_capacity_error_median_abs")}
         rows.append({"config": config, "controller": runs["controller"].iloc[0], "seeds": len(done),
@@ -69,21 +51,20 @@ def goals(tracking_uri: str, parents: list[str]) -> list[str]:
         runs = pd.concat([load_runs(tracking_uri, parent_run_id=p) for p in parents], ignore_index=True)
     # against the oracle run of the same workload and seed in any of the parents, not only in the run's own
     runs = with_cost_to_oracle(runs.drop(columns=list(ORACLE_COLUMNS)))
-    runs = with_ratio_to_oracle(runs)
     runs.loc[runs["controller"] == ORACLE, "config"] = ORACLE  # its calibrated parameters make a long label
     lines, verdicts = [], {"best": [], "guarded_cost": [], "guarded_actions": []}
     for workload, group in runs.groupby("workload", sort=True):
         table = configuration_table(group)
         oracle = table[table["config"] == ORACLE]
         oracle_att = oracle["slo_attainment"].iloc[0] if len(oracle) else None
-        lines.append(f"\n{workload}: oracle SLO {_fmt(oracle_att, 100) if oracle_att is not None else '— (no run)'} %")
+        lines.append(f"\n{workload}: oracle SLO {oracle_att.text(100) if oracle_att is not None else '— (no run)'} %")
         lines.append(f"  {'configuration':<36} seeds  {'SLO attainment %':<22} {'cost slot-s':<22} "
                      f"{'÷ oracle':<18} {'regret/SLO':<18} {'actions':<18} fell behind")
         for _, r in table.iterrows():
-            lines.append(f"  {r['config'][:36]:<36} {r['seeds']:5d}  {_fmt(r['slo_attainment'], 100):<22} "
-                         f"{_fmt(r['cost_slot_seconds'], 1, 0):<22} {_fmt(r['ratio_to_oracle'], 1, 2):<18} "
-                         f"{_fmt(r['regret_to_oracle'], 1, 2):<18} {_fmt(r['scaling_actions'], 1, 1):<18} "
-                         f"{_fmt(r['ledger_fell_behind_share'], 100, 0)}"
+            lines.append(f"  {r['config'][:36]:<36} {r['seeds']:5d}  {r['slo_attainment'].text(100):<22} "
+                         f"{r['cost_slot_seconds'].text(1, 0):<22} {r['cost_to_oracle_reached'].text(1, 2):<18} "
+                         f"{r['regret_to_oracle'].text(1, 2):<18} {r['scaling_actions'].text(1, 1):<18} "
+                         f"{r['ledger_fell_behind_share'].text(100, 0)}"
                          + (f"  ({r['not_finished']} not finished)" if r["not_finished"] else ""))
         if oracle_att is None or oracle_att.n == 0:
             lines.append("  goals: not measured (no finished oracle run)")
@@ -95,18 +76,18 @@ def goals(tracking_uri: str, parents: list[str]) -> list[str]:
                          f"— goal <= {BEST_GOAL:g}x MISSED")
             verdicts["best"].append(False)
         else:
-            best = close.loc[close["ratio_to_oracle"].map(lambda i: i.mean).idxmin()]
-            ok = best["ratio_to_oracle"].mean <= BEST_GOAL
+            best = close.loc[close["cost_to_oracle_reached"].map(lambda i: i.mean).idxmin()]
+            ok = best["cost_to_oracle_reached"].mean <= BEST_GOAL
             verdicts["best"].append(ok)
             lines.append(f"  best non-oracle within {ATTAINMENT_POINTS:.0%} points of the oracle's attainment: "
-                         f"{best['config']} at {best['ratio_to_oracle'].mean:.2f}x — goal <= {BEST_GOAL:g}x "
+                         f"{best['config']} at {best['cost_to_oracle_reached'].mean:.2f}x — goal <= {BEST_GOAL:g}x "
                          f"{'met' if ok else 'MISSED'}")
         by_config = {r["config"]: r for _, r in others.iterrows()}
         if GUARDED_DS2 in by_config:
             g = by_config[GUARDED_DS2]
-            ok = g["ratio_to_oracle"].mean <= GUARDED_DS2_GOAL
+            ok = g["cost_to_oracle_reached"].mean <= GUARDED_DS2_GOAL
             verdicts["guarded_cost"].append(ok)
-            lines.append(f"  DS2 with guards: {g['ratio_to_oracle'].mean:.2f}x the oracle — goal <= "
+            lines.append(f"  DS2 with guards: {g['cost_to_oracle_reached'].mean:.2f}x the oracle — goal <= "
                          f"{GUARDED_DS2_GOAL:g}x {'met' if ok else 'MISSED'}")
             if DS2 in by_config and by_config[DS2]["scaling_actions"].mean > 0:
                 cut = 1 - g["scaling_actions"].mean / by_config[DS2]["scaling_actions"].mean

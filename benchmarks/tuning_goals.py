@@ -34,13 +34,6 @@ def _roles(client: MlflowClient, runs: pd.DataFrame) -> pd.Series:
     return runs["run_id"].map(lambda r: client.get_run(r).data.tags.get("tuning.role", ""))
 
 
-def _fmt(interval, scale: float = 1.0, digits: int = 1) -> str:
-    if interval.n == 0 or math.isnan(interval.mean):
-        return "—"
-    return (f"{scale * interval.mean:.{digits}f} [{scale * interval.low:.{digits}f}, "
-            f"{scale * interval.high:.{digits}f}]")
-
-
 def goals(tracking_uri: str, parents: list[str], bursty: set[str]) -> list[str]:
     client = MlflowClient(tracking_uri)
     runs = pd.concat([load_runs(tracking_uri, parent_run_id=p) for p in parents], ignore_index=True)
@@ -52,7 +45,7 @@ def goals(tracking_uri: str, parents: list[str], bursty: set[str]) -> list[str]:
         oracle_cost = bootstrap_mean(oracle_done["cost_slot_seconds"].tolist())
         oracle_slo = bootstrap_mean(oracle_done["slo_attainment"].tolist())
         lines.append(f"\n{workload}{' (bursty)' if workload in bursty else ''}: oracle cost "
-                     f"{_fmt(oracle_cost)} slot-s, SLO {_fmt(oracle_slo, 100)} %, "
+                     f"{oracle_cost.text()} slot-s, SLO {oracle_slo.text(100)} %, "
                      f"{len(oracle) - len(oracle_done)} oracle run(s) pruned or failed")
         lines.append("  controller  role      seeds  pruned  SLO attainment %      cost slot-s            ÷ oracle")
         best = None
@@ -70,8 +63,8 @@ def goals(tracking_uri: str, parents: list[str], bursty: set[str]) -> list[str]:
                 ratio = cost.mean / oracle_cost.mean if oracle_cost.n and cost.n else float("nan")
                 meets = pruned == 0 and slo.n > 0 and slo.mean >= target
                 figures[role] = (slo, cost, pruned, meets, r["config"].iloc[0])
-                lines.append(f"  {controller:<10}  {role:<8}  {len(r):5d}  {pruned:6d}  {_fmt(slo, 100):<20}  "
-                             f"{_fmt(cost):<21}  {ratio:5.2f}")
+                lines.append(f"  {controller:<10}  {role:<8}  {len(r):5d}  {pruned:6d}  {slo.text(100):<20}  "
+                             f"{cost.text():<21}  {ratio:5.2f}")
                 if role == "top-1" and meets and slo.mean >= SLO_GOAL and (best is None or cost.mean < best[1]):
                     best = (controller, cost.mean, ratio)
             if "defaults" in figures and "top-1" in figures:
