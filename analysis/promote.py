@@ -60,7 +60,10 @@ def promotion_lock(client: MlflowClient, model: str, wait_s: float = LOCK_WAIT_S
                                            f"deleted when it ends, broken after {stale_s:g} s")
             break
         except MlflowException as exc:
-            if exc.error_code != "RESOURCE_ALREADY_EXISTS" and "locked" not in str(exc):
+            # contention: the lock exists, the store is locked, or the holder deleted the lock while the store was
+            # creating ours (SQLite reports that as the lock "not found")
+            if exc.error_code not in ("RESOURCE_ALREADY_EXISTS", "RESOURCE_DOES_NOT_EXIST") \
+                    and "locked" not in str(exc):
                 raise
         with contextlib.suppress(MlflowException):  # the holder may release it between our two calls
             held = client.get_registered_model(lock)
