@@ -15,7 +15,9 @@ SEARCHED_INITIAL_DEGREE = INITIAL_DEGREE.but(search=SearchRange(1, 8))
 INITIAL_DEGREES = Param(int, {}, "per-operator first degrees overriding initial_degree, e.g. {enrich: 3}",
                         minimum=1, per_operator=True)
 MIN_DEGREE = Param(int, 1, "never scale an operator below this", minimum=1)
-PARALLEL_SLOTS = Param(int, 0, "tasks that can run at once (executor cores); 0: the run's max degree", minimum=0)
+PARALLEL_SLOTS = Param(int, 0, "tasks that can run at once (executor cores); 0: the run's slots where the job "
+                                "knows them before it starts (local[N]: N; guards only), else the run's max degree",
+                       minimum=0)
 COOLDOWN_S = Param(float, 10.0, "seconds after an action during which no other action is taken", minimum=0.0,
                    search=SearchRange(0.0, 60.0))
 

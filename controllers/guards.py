@@ -130,12 +130,12 @@ def _slots_hold(values, context):
 
 
 GUARD_PARAMS: dict[str, Param] = {
-    "guards": Param(bool, False, "the guard layer (controllers/guards.py: band, catch-up sizing, burst sizing, "
-                                 "stabilisation, ineffective-scaling detection, observed scalability, "
-                                 "reconfiguration cost, slot bounds, excluded periods); off: the controller as "
-                                 "published. Off by default: on bursty real traces it holds the SLO where the "
-                                 "published controllers do not (docs/bursty.md), but on a steady step it costs "
-                                 "about a quarter more (plant model)",
+    "guards": Param(bool, True, "the guard layer (controllers/guards.py: band, catch-up sizing, burst sizing, "
+                                "stabilisation, ineffective-scaling detection, observed scalability, "
+                                "reconfiguration cost, slot bounds, excluded periods); false: the controller exactly "
+                                "as published (the papers' reproductions run it so). On by default: on bursty real "
+                                "traces it holds the SLO where the published controllers do not, at no cost on the "
+                                "nightly workloads (docs/bursty.md)",
                     search=Choices((True, False))),
     "target_utilization": Param(float, 0.7, "fraction of the trigger interval a batch should take: the band's "
                                             "centre, and what sizing aims at", 0.05, 1.0,
@@ -145,7 +145,7 @@ GUARD_PARAMS: dict[str, Param] = {
     "catch_up_s": Param(float, 10.0, "size for the arrival rate plus the backlog drained within this many seconds "
                                      "(guards on: at most the run's SLO less one trigger)",
                         0.0, open_minimum=True, search=SearchRange(2.0, 60.0, log=True)),
-    "stabilisation_s": Param(float, 30.0, "guards: a scale-down is applied only after being recommended "
+    "stabilisation_s": Param(float, 0.0, "guards: a scale-down is applied only after being recommended "
                                           "continuously this long (scale-ups at once)", 0.0,
                              search_when=("guards", True), search=SearchRange(0.0, 120.0)),
     "min_gain": Param(float, 0.1, "guards: a scale-up must raise the operator's observed processing rate by this "
@@ -225,6 +225,7 @@ class Guards:
         self.params = {key: params[key] for key in GUARD_PARAMS}
         self.enabled = bool(self.params["guards"])
         self.operators = tuple(operators)
+        self.max_degree = max_degree
         slots = self.params["parallel_slots"]
         self.cap = min(max_degree, slots) if slots else max_degree
         self.periods = parse_periods(self.params["excluded_periods"])
@@ -258,9 +259,14 @@ class Guards:
             if block.load > 0 and abs(load - block.load) > self.params["load_change"] * block.load:
                 del self.blocks[name]
 
-    def bind(self, slo_latency_s: float | None) -> None:
-        """The run's latency bound, when the controller is bound to a run (it caps the catch-up time)."""
+    def bind(self, slo_latency_s: float | None, slots: int = 0) -> None:
+        """The run's latency bound (it caps the catch-up time) and its task slots, when the controller is bound to a
+        run. With `parallel_slots` unset (0) the run's slots bound the degrees: a degree beyond the tasks that can run
+        at once adds waves, not speed, and burst sizing, which assumes linear speed-up where no degree was observed,
+        would otherwise raise a batch to the run's max degree on a machine with half as many cores."""
         self.slo_latency_s = slo_latency_s
+        if not self.params["parallel_slots"] and slots > 0:
+            self.cap = max(self.params["min_degree"], min(self.max_degree, slots))
 
     def catch_up_s(self, trigger_s: float) -> float:
         """The catch-up time the guards size with: catch_up_s, but no longer than the run's latency bound less one
@@ -451,8 +457,8 @@ class Guards:
         if not (self.enabled and self.params["burst_sizing"]) or not self._recent or pending <= 0:
             return None
         last = self._recent[-1]
-        if last.records_read <= 0:
-            return None
+        if last.records_read < self.params["min_records"]:
+            return None  # per-record costs from a handful of records measure task start-up, not the operators
         budget = self.catch_up_s(trigger_s)
         spans = sum(o.span_s for o in last.operators)
         fixed = max(0.0, last.batch_duration_s - spans)
@@ -523,8 +529,11 @@ class Guards:
         if before_burst is not None and any(current[op] > before_burst[op] for op in self.operators) \
                 and all(want[op] <= current[op] for op in self.operators):
             # the last batch ran with a vector sized at its start for its burst: back to the vector before it at
-            # once (or to the proposal, if higher), without stabilisation, band or cost test
-            back = {op: min(current[op], max(want[op], before_burst[op])) for op in self.operators}
+            # once (or to the proposal, if higher), without stabilisation, band or cost test. A proposal that keeps
+            # an operator at its burst degree says nothing about it (threshold's rule keeps the current vector
+            # whenever the ratio is within its bounds, which after a burst batch it usually is)
+            back = {op: before_burst[op] if want[op] == current[op] else
+                    min(current[op], max(want[op], before_burst[op])) for op in self.operators}
             details[BURST_RETURN] = 1
             return Decision(back, f"{reason}; guards: the burst batch is done, back to {vector_text(back)}",
                             details=details)

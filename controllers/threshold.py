@@ -6,8 +6,11 @@ it removed one; and it waited a scaling interval between actions. This controlle
 operator, which is what a micro-batch job with live per-operator parallelism can act on: it scales up the
 bottleneck (the operator that took the longest wall time in the batch) and scales down the least utilised one.
 
-Guards (controllers/guards.py, `guards=on`; off by default until measured on Spark, and `guards=off` is the rule
-above, exactly). With guards on the rule still decides whether to act and on which operator, and:
+Guards (controllers/guards.py; on by default, and `guards=off` is the rule above, exactly). With guards on the rule
+still decides whether to act and on which operator, and:
+- a utilisation below the guards' band (target_utilization - utilization_band) also counts as a reason to scale
+  down, as the ratio at or below scale_down_ratio does: the catch-up sizing scales up for the backlog as well as the
+  rate, and the capacity it added for the backlog must be able to go once the backlog is drained;
 - the catch-up guard sizes the action instead of the ratio step and the one-task decrease: the bottleneck goes to
   the least degree at which it carries the guards' catch-up rate (sustained arrival rate plus the backlog drained
   within catch_up_s, capped by the run's SLO) with the batch within target_utilization of the trigger, on its
@@ -54,7 +57,7 @@ class ThresholdController(Controller):
 
     def bind(self, context: RunContext) -> None:
         super().bind(context)
-        self.guards.bind(context.slo_latency_s)
+        self.guards.bind(context.slo_latency_s, context.slots)
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: max(self.params["initial_degree"], self.params["min_degree"]) for op in self.operators}
@@ -107,25 +110,31 @@ class ThresholdController(Controller):
                 f"({bottleneck.span_s:.2f}s) {bottleneck.degree}->{new}",
                 details=details,
             )
-        if ratio <= p["scale_down_ratio"]:
+        # with guards, a utilisation below the band also triggers a scale-down: the catch-up sizing scaled up for the
+        # backlog as well as the rate, and once the backlog is drained the batch ratio can settle between the rule's
+        # ratios (0.67 after the step in the plant model, at a 0.85 target), where the rule alone would keep that
+        # capacity for good
+        low_edge = p["target_utilization"] - p["utilization_band"]
+        utilization = guards.utilization(snapshot)[1] if guards else None
+        if ratio <= p["scale_down_ratio"] or (utilization is not None and utilization < low_edge):
+            why = (f"ratio {ratio:.2f} <= {p['scale_down_ratio']}" if ratio <= p["scale_down_ratio"] else
+                   f"utilisation {utilization:.2f} below the band ({low_edge:.2f})")
             candidates = [op for op in snapshot.operators if op.degree > p["min_degree"]]
             if not candidates:
-                return Decision(degrees, f"ratio {ratio:.2f} <= {p['scale_down_ratio']}, all at min", details=details)
+                return Decision(degrees, f"{why}, all at min", details=details)
             idlest = min(candidates, key=lambda op: op.busy_s / op.degree)
             new = idlest.degree - 1
             if guards:
                 target, sized = _catch_up(guards, snapshot, idlest.name, details)
                 if sized is not None:
                     if sized >= idlest.degree:
-                        return Decision(degrees, f"ratio {ratio:.2f} <= {p['scale_down_ratio']}, but {idlest.name} "
-                                                 f"needs its degree {idlest.degree} for the catch-up rate "
-                                                 f"{target:.0f} ev/s", details=details)
+                        return Decision(degrees, f"{why}, but {idlest.name} needs its degree {idlest.degree} for "
+                                                 f"the catch-up rate {target:.0f} ev/s", details=details)
                     new = max(sized, p["min_degree"])
             degrees[idlest.name] = new
             return Decision(
                 degrees,
-                f"ratio {ratio:.2f} <= {p['scale_down_ratio']}: least utilised {idlest.name} "
-                f"{idlest.degree}->{new}",
+                f"{why}: least utilised {idlest.name} {idlest.degree}->{new}",
                 details=details,
             )
         return Decision(degrees, f"ratio {ratio:.2f} within ({p['scale_down_ratio']}, {p['scale_up_ratio']})", details=details)

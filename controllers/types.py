@@ -97,7 +97,8 @@ class RunContext:
 
     schedule: the workload's arrivals (count_due / arrival_us, µs since the anchor) — only the oracle may plan
     with it, and it is what makes the oracle an oracle; predictor: a load predictor loaded from the MLflow registry
-    for controllers that forecast (None: the controller's own), with a warning when it fell back.
+    for controllers that forecast (None: the controller's own), with a warning when it fell back; slots: the task
+    slots the run has (executor cores; local[N]: N), 0 when the job cannot tell before it starts (a cluster master).
     """
 
     trigger_s: float
@@ -107,3 +108,4 @@ class RunContext:
     schedule: Any = None
     predictor: Any = None
     predictor_warning: str = ""
+    slots: int = 0

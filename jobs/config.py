@@ -156,7 +156,8 @@ class RunConfig:
         return RunContext(trigger_s=self.trigger_s, slo_latency_s=self.slo_latency_s, slo_target=self.slo_target,
                           max_degree=self.max_degree, schedule=schedule,
                           predictor=None if predictor is None else predictor.predictor,
-                          predictor_warning="" if predictor is None else (predictor.warning or ""))
+                          predictor_warning="" if predictor is None else (predictor.warning or ""),
+                          slots=local_slots(self.master))
 
     def _check_host_scaling(self, controller) -> None:
         if self.host_provisioning_delay_s < 0:
@@ -239,3 +240,15 @@ def check_master(master: str) -> None:
         return
     if not master.startswith(("yarn", "k8s://", "mesos://")):
         raise InputError(f"--master {master!r} is not a Spark master URL (local[N], spark://host:port, yarn, k8s://...)")
+
+
+def local_slots(master: str | None) -> int:
+    """The task slots a local master gives (local: 1, local[N]: N, local[*]: the machine's cores), as Spark's
+    defaultParallelism will be; 0 for a cluster master, whose executors are known only once they register (and may
+    change during a run)."""
+    match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", (master or "").strip())
+    if not match:
+        return 0
+    if match[1] is None:
+        return 1
+    return (os.cpu_count() or 1) if match[1] == "*" else int(match[1])

@@ -44,7 +44,8 @@ def simulate_configuration(controller: str, params: Mapping[str, Any], schedule:
     operators = tuple(op.name for op in plant.operators)
     ctl = build_controller(controller, params, operators, plant.max_degree)
     ctl.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=slo_latency_s, slo_target=slo_target,
-                        max_degree=plant.max_degree, schedule=schedule if knows_schedule else None))
+                        max_degree=plant.max_degree, schedule=schedule if knows_schedule else None,
+                        slots=plant.slots))
     run = simulate(plant, schedule, ControlLoop(ctl), schedule.spec.duration_s if duration_s is None else duration_s,
                    noise_seed=noise_seed)
     latencies = run.latencies()

@@ -133,7 +133,7 @@ def test_the_bursty_suite_in_the_repository_is_valid():
         pytest.skip(f"the bursty suite replays real traces; none at {traces_dir()} (set ELASTIC_TRACES_DIR)")
     request = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty.yaml")
     assert request.include_oracle and len(request.workloads) == 5 and request.seeds == (1, 2, 3)
-    assert {"ds2", "ds2:guards=true"} <= set(request.variants)
+    assert {"ds2", "ds2:guards=false", "threshold", "threshold:guards=false"} <= set(request.variants)
 
 
 def test_the_demo_runs_a_suite_file_or_part_of_it(tmp_path):

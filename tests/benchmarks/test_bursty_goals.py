@@ -26,21 +26,21 @@ def test_goals_per_workload_against_the_oracle_also_where_it_is_infeasible(tmp_p
     rows = []
     for seed in (1, 2, 3):
         rows += [("calm", "oracle:service_s={a: 1}", seed, 1.0, 100.0, 5, 0),
-                 ("calm", "ds2", seed, 0.99, 150.0, 20, 0),
-                 ("calm", "ds2:guards=true", seed, 0.97, 120.0, 6, 0),   # 1.2x, 70 % fewer actions
+                 ("calm", "ds2:guards=false", seed, 0.99, 150.0, 20, 0),
+                 ("calm", "ds2", seed, 0.97, 120.0, 6, 0),   # 1.2x, 70 % fewer actions
                  ("calm", "threshold", seed, 0.80, 90.0, 4, 0),          # cheap but 20 points below the oracle
                  # the oracle keeps only 80 % on the bursts: its cost is the bound of what it reached
                  ("bursts", "oracle:service_s={a: 1}", seed, 0.80, 200.0, 9, 4),
-                 ("bursts", "ds2", seed, 0.50, 1000.0, 30, 0),
-                 ("bursts", "ds2:guards=true", seed, 0.78, 400.0, 20, 0)]
+                 ("bursts", "ds2:guards=false", seed, 0.50, 1000.0, 30, 0),
+                 ("bursts", "ds2", seed, 0.78, 400.0, 20, 0)]
     uri, parent = fabricate(tmp_path, rows)
     text = "\n".join(goals(uri, [parent]))
     assert "calm: oracle SLO 100.0 [100.0, 100.0] %" in text
-    assert ("best non-oracle within 5% points of the oracle's attainment: ds2:guards=true at 1.20x — goal <= 1.3x "
+    assert ("best non-oracle within 5% points of the oracle's attainment: ds2 at 1.20x — goal <= 1.3x "
             "met") in text
     assert "DS2 with guards: 70% fewer scaling actions than without — goal >= 50% fewer met" in text
     assert "bursts: oracle SLO 80.0 [80.0, 80.0] %" in text
-    assert "ds2:guards=true at 2.00x — goal <= 1.3x MISSED" in text
+    assert "ds2 at 2.00x — goal <= 1.3x MISSED" in text
     assert "DS2 with guards: 2.00x the oracle — goal <= 1.6x MISSED" in text
     assert "DS2 with guards: 33% fewer scaling actions than without — goal >= 50% fewer MISSED" in text
     assert "across workloads: best met on 1 of 2; guarded_cost met on 1 of 2; guarded_actions met on 1 of 2" in text

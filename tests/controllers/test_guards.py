@@ -246,8 +246,8 @@ def test_one_set_of_options_declared_once_and_one_switch():
         declared = registered()[name].PARAMS
         assert all(declared[key] is spec for key, spec in GUARD_PARAMS.items()), name
         assert {"guards", "stabilisation_s", "min_gain", "reconfig_cost_s"} <= set(search_space_of(name))
-        assert config_label(name, {"guards": param_value("on")}) == f"{name}:guards=true", "--param guards=on"
-        assert config_label(name, {"guards": param_value("off")}) == name, "off until the bursty suite shows it helps"
+        assert config_label(name, {"guards": param_value("on")}) == name, "on by default (docs/bursty.md)"
+        assert config_label(name, {"guards": param_value("off")}) == f"{name}:guards=false", "--param guards=off"
 
 
 def test_with_guards_off_no_guard_is_consulted():
@@ -291,9 +291,10 @@ PLANT = PlantConfig(tuple(OperatorModel(name, service, task_overhead_s=0.01) for
 SLO_S = 5.0
 
 
-def run(controller, guards_on, spec, duration_s=180.0):
-    ctl = build_controller(controller, {"guards": guards_on}, OPS, PLANT.max_degree)
-    ctl.bind(RunContext(trigger_s=PLANT.trigger_interval_s, slo_latency_s=SLO_S, max_degree=PLANT.max_degree))
+def run(controller, guards_on, spec, duration_s=180.0, **params):
+    ctl = build_controller(controller, {"guards": guards_on, **params}, OPS, PLANT.max_degree)
+    ctl.bind(RunContext(trigger_s=PLANT.trigger_interval_s, slo_latency_s=SLO_S, max_degree=PLANT.max_degree,
+                        slots=PLANT.slots))
     result = simulate(PLANT, Schedule(parse_workload(spec, source="test")), ControlLoop(ctl), duration_s)
     return sum(d.changed for d in result.decisions), float(np.mean(result.latencies() <= SLO_S)), result
 
@@ -316,13 +317,18 @@ def random_peaks(seed):
                        "max_peak_s": 15, "min_trough_s": 10, "max_trough_s": 35}}
 
 
-def test_on_bursty_load_ds2_with_guards_scales_half_as_often_at_no_worse_slo():
+def test_on_bursty_load_ds2_with_the_default_guards_keeps_the_slo_for_less_and_stabilisation_halves_actions():
+    """The defaults (no stabilisation: the capacity a burst needed comes back at once) against the published DS2:
+    a better SLO for less; with a 30 s stabilisation the guards' other promise, half the actions, at no worse SLO
+    (and a higher cost than without it, which is why it is not the default: docs/bursty.md)."""
     off = [run("ds2", False, random_peaks(seed)) for seed in (1, 2, 3)]
     on = [run("ds2", True, random_peaks(seed)) for seed in (1, 2, 3)]
-    actions_off, actions_on = sum(r[0] for r in off), sum(r[0] for r in on)
-    slo_off, slo_on = np.mean([r[1] for r in off]), np.mean([r[1] for r in on])
-    assert actions_on <= 0.5 * actions_off, (actions_on, actions_off)
-    assert slo_on >= slo_off - 0.03, (slo_on, slo_off)
+    held = [run("ds2", True, random_peaks(seed), stabilisation_s=30) for seed in (1, 2, 3)]
+    slo = {name: np.mean([r[1] for r in runs]) for name, runs in (("off", off), ("on", on), ("held", held))}
+    cost = {name: sum(r[2].slot_seconds for r in runs) for name, runs in (("off", off), ("on", on), ("held", held))}
+    assert slo["on"] >= slo["off"] + 0.05 and cost["on"] < cost["off"], (slo, cost)
+    assert sum(r[0] for r in held) <= 0.5 * sum(r[0] for r in off)
+    assert slo["held"] >= slo["off"] - 0.03 and cost["held"] > cost["on"], (slo, cost)
 
 
 def google_window(seed):
@@ -333,7 +339,7 @@ def google_window(seed):
                       "compression": 10, "rate_scale": 30}}
 
 
-def test_on_a_google_trace_window_the_guards_cut_churn_without_losing_slo():
+def test_on_a_google_trace_window_the_guards_lift_the_slo_and_stabilisation_cuts_churn():
     try:
         parse_workload(google_window(1), source="test")
     except WorkloadError as exc:
@@ -342,9 +348,12 @@ def test_on_a_google_trace_window_the_guards_cut_churn_without_losing_slo():
         off = [run(controller, False, google_window(seed)) for seed in (1, 2, 3)]
         on = [run(controller, True, google_window(seed)) for seed in (1, 2, 3)]
         slo_off, slo_on = np.mean([r[1] for r in off]), np.mean([r[1] for r in on])
-        assert slo_on >= slo_off - 0.03, (controller, slo_on, slo_off)
+        assert slo_on >= slo_off + 0.05, (controller, slo_on, slo_off)
         if controller == "threshold":  # isolated spikes: DS2 without guards already acts about twice per spike
-            assert sum(r[0] for r in on) <= 0.5 * sum(r[0] for r in off)
+            # about 30 % fewer (24 vs 34 over the three windows); the halving the 30 s stabilisation gave before
+            # threshold also scaled down below the band is gone (docs/bursty.md)
+            held = [run(controller, True, google_window(seed), stabilisation_s=30) for seed in (1, 2, 3)]
+            assert sum(r[0] for r in held) <= 0.75 * sum(r[0] for r in off)
 
 
 # ---- burst sizing: a batch sized at its start for what it reads ----------------------------------------------------
@@ -415,3 +424,64 @@ def test_on_isolated_spikes_burst_sizing_keeps_the_slo_that_reacting_after_the_b
     reacting = attainment({"guards": True, "burst_sizing": False})
     sized = attainment({"guards": True})
     assert sized >= 0.95 and sized >= reacting + 0.08, (sized, reacting)
+
+
+def test_threshold_with_guards_gives_back_below_the_band_what_it_added_for_a_backlog():
+    """Between the rule's ratios (0.3 < ratio < 0.9) the published rule never scales down; with guards a utilisation
+    below the band does, to the least degree that still carries the catch-up rate, and guards off it does not."""
+    # enrich at 4 after a catch-up; the backlog is drained; the batch takes 0.9 s of a 2 s trigger (ratio 0.45),
+    # enrich 0.4 s of it on 4 tasks: utilisation 0.45, below the band [0.5, 0.9]
+    spans = {"parse": 0.1, "enrich": 0.4, "aggregate": 0.05, "sink": 0.05}
+    batches = [snap({"enrich": 4}, batch_id=i, time_s=2.0 * (i + 1), batch_s=0.9, spans=spans, rate=1000)
+               for i in range(3)]
+    for guards_on in (True, False):
+        ctl = build_controller("threshold", {"guards": guards_on, "min_records": 1, "cooldown_s": 0}, OPS, 8)
+        ctl.bind(RunContext(trigger_s=T, slo_latency_s=5.0, slots=4))
+        decisions = [ctl.decide(b) for b in batches]
+        if guards_on:
+            assert decisions[-1].degrees["enrich"] < 4, decisions[-1].reason
+            assert "below the band (0.50)" in decisions[-1].reason
+        else:
+            assert all(d.degrees["enrich"] == 4 for d in decisions), [d.reason for d in decisions]
+            assert "within (0.3, 0.9)" in decisions[-1].reason
+
+
+def test_the_runs_slots_bound_the_degrees_unless_parallel_slots_says_otherwise():
+    """local[4] tells the controller 4 slots: burst sizing and reviews stay within them (a degree beyond them adds
+    waves, not speed); an explicit parallel_slots wins; a run that cannot tell (0) leaves the max degree."""
+    for slots, params, cap in ((4, {}, 4), (4, {"parallel_slots": 6}, 6), (0, {}, 8), (2, {"min_degree": 3}, 3)):
+        ds2 = build_controller("ds2", {"guards": True, **params}, OPS, 8)
+        ds2.bind(RunContext(trigger_s=T, slo_latency_s=5.0, slots=slots))
+        assert ds2.guards.cap == cap, (slots, params)
+    ds2 = build_controller("ds2", {"guards": True, "min_records": 1}, OPS, 8)
+    ds2.bind(RunContext(trigger_s=T, slo_latency_s=5.0, slots=4))
+    loop = ControlLoop(ds2)
+    for i in range(3):
+        loop.step(snap(batch_id=i, time_s=2.0 * (i + 1), rate=1000, batch_s=1.0))
+    degrees = loop.at_batch_start(2, 6.5, 200000)  # far beyond what 4 slots finish within the budget
+    assert max(degrees.values()) == 4 and loop.log[-1].details["guard.burst_predicted_s"] > 3.0
+
+
+def test_threshold_returns_from_a_burst_batch_although_its_rule_keeps_the_current_vector():
+    """After a burst batch the ratio is usually within the rule's bounds, so the rule proposes the burst vector
+    itself; that says nothing, and the guards go back to the vector before the burst."""
+    ctl = build_controller("threshold", {"min_records": 1, "cooldown_s": 0}, OPS, 8)
+    ctl.bind(RunContext(trigger_s=T, slo_latency_s=5.0, slots=4))
+    loop = ControlLoop(ctl)
+    for i in range(3):
+        loop.step(snap(batch_id=i, time_s=2.0 * (i + 1), rate=1000, batch_s=1.0))
+    burst = loop.at_batch_start(2, 6.5, 12000)
+    assert sum(burst.values()) > len(OPS)
+    after = loop.step(snap(burst, batch_id=3, time_s=9.0, rate=1000, records=12000, batch_s=1.2, backlog=300))
+    assert after == {op: 1 for op in OPS}, loop.log[-1].reason
+    assert "the burst batch is done" in loop.log[-1].reason
+
+
+def test_no_burst_sizing_from_a_batch_of_a_handful_of_records():
+    """The first batch of a run often reads a few records: per-record costs from them are task start-up, and
+    sizing 6,000 waiting events on them raised every operator to degree 5-6 in the plant model."""
+    ds2 = build_controller("ds2", {}, OPS, 8)
+    ds2.bind(RunContext(trigger_s=T, slo_latency_s=5.0, slots=4))
+    loop = ControlLoop(ds2)
+    loop.step(snap(batch_id=0, time_s=0.1, rate=0.5, records=1, batch_s=0.34, spans={op: 0.01 for op in OPS}))
+    assert loop.at_batch_start(0, 3.0, 6000) == {op: 1 for op in OPS}

@@ -80,7 +80,7 @@ def test_ds2_and_the_oracle_say_what_they_predict():
         return Snapshot(batch_id, batch_id + 1.0, 1.0, 0.3 + sum(m.span_s for m in metrics), 1.0, rate, rate, 0,
                         None, None, None, metrics, 8)
 
-    ds2 = build_controller("ds2", {"min_records": 1}, ops, max_degree=8)
+    ds2 = build_controller("ds2", {"guards": False, "min_records": 1}, ops, max_degree=8)
     ds2.bind(RunContext(trigger_s=1.0, slo_latency_s=5.0))
     decision = ds2.decide(snapshot(0, 1500, {"parse": 1, "sink": 1}))
     d = decision.details

@@ -94,7 +94,7 @@ def test_describe_shows_types_defaults_bounds_search_ranges_and_rules():
     assert "scale_up_ratio (float, default 0.9 [0.0..]; tuned in [0.5, 1.5])" in text
     assert "rule: scale_down_ratio must be below scale_up_ratio" in text
     assert "initial_degree (int, default 1 [1..]; tuned in [1, 8])" in text
-    assert "stabilisation_s (float, default 30.0 [0.0..]; tuned in [0.0, 120.0] when guards=True)" in text
+    assert "stabilisation_s (float, default 0.0 [0.0..]; tuned in [0.0, 120.0] when guards=True)" in text
 
 
 def test_run_settings_are_declared_once_with_the_slo_of_the_project():
