@@ -8,9 +8,10 @@ bottleneck (the operator that took the longest wall time in the batch) and scale
 
 Guards (controllers/guards.py; on by default, and `guards=off` is the rule above, exactly). With guards on the rule
 still decides whether to act and on which operator, and:
-- a utilisation below the guards' band (target_utilization - utilization_band) also counts as a reason to scale
-  down, as the ratio at or below scale_down_ratio does: the catch-up sizing scales up for the backlog as well as the
-  rate, and the capacity it added for the backlog must be able to go once the backlog is drained;
+- a utilisation below the guards' band (target_utilization - utilization_band), or the backlog a catch-up scale-up
+  was sized for being drained (`Guards.lag_drained`), also counts as a reason to scale down, as the ratio at or
+  below scale_down_ratio does: the catch-up sizing scales up for the backlog as well as the rate, and the capacity
+  it added for the backlog must be able to go once the backlog is drained;
 - the catch-up guard sizes the action instead of the ratio step and the one-task decrease: the bottleneck goes to
   the least degree at which it carries the guards' catch-up rate (sustained arrival rate plus the backlog drained
   within catch_up_s, capped by the run's SLO) with the batch within target_utilization of the trigger, on its
@@ -116,9 +117,11 @@ class ThresholdController(Controller):
         # capacity for good
         low_edge = p["target_utilization"] - p["utilization_band"]
         utilization = guards.utilization(snapshot)[1] if guards else None
-        if ratio <= p["scale_down_ratio"] or (utilization is not None and utilization < low_edge):
+        drained = guards is not None and guards.lag_drained(snapshot)
+        if ratio <= p["scale_down_ratio"] or (utilization is not None and utilization < low_edge) or drained:
             why = (f"ratio {ratio:.2f} <= {p['scale_down_ratio']}" if ratio <= p["scale_down_ratio"] else
-                   f"utilisation {utilization:.2f} below the band ({low_edge:.2f})")
+                   f"utilisation {utilization:.2f} below the band ({low_edge:.2f})" if utilization < low_edge else
+                   "the backlog the last scale-up was sized for is drained")
             candidates = [op for op in snapshot.operators if op.degree > p["min_degree"]]
             if not candidates:
                 return Decision(degrees, f"{why}, all at min", details=details)

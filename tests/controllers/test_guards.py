@@ -485,3 +485,17 @@ def test_no_burst_sizing_from_a_batch_of_a_handful_of_records():
     loop = ControlLoop(ds2)
     loop.step(snap(batch_id=0, time_s=0.1, rate=0.5, records=1, batch_s=0.34, spans={op: 0.01 for op in OPS}))
     assert loop.at_batch_start(0, 3.0, 6000) == {op: 1 for op in OPS}
+
+
+def test_capacity_a_scale_up_added_for_a_backlog_goes_once_the_backlog_is_drained():
+    """A step's first batches leave a backlog; the catch-up sizing scales up for it as well as for the rate. Once it
+    is drained, the batch sits inside the band at that vector, and the band alone would keep it for good."""
+    from workloads import load_workload
+
+    spec = {**load_workload("step").to_dict(), "seed": 1}
+    for controller in ("ds2", "threshold"):
+        _, _, result = run(controller, True, spec, spec["duration_s"])
+        released = [d for d in result.decisions if "the backlog the last scale-up was sized for is drained" in d.reason]
+        assert released and released[0].changed, controller
+        peak = max(b.snapshot.degrees["enrich"] for b in result.batches)
+        assert result.batches[-1].snapshot.degrees["enrich"] < peak, controller
