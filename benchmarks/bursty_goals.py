@@ -45,10 +45,16 @@ def configuration_table(group: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def goals(tracking_uri: str, parents: list[str]) -> list[str]:
+def goals(tracking_uri: str, parents: list[str], exclude: tuple[str, ...] = ()) -> list[str]:
+    """The read-out over the runs of `parents`, less the runs in `exclude` (runs a later re-run of the same cases
+    supersedes, say after a fix: they stay in the store, named in the command that leaves them out)."""
     with warnings.catch_warnings():  # a metric no run of a parent has is an all-NA column there: expected
         warnings.simplefilter("ignore", FutureWarning)
         runs = pd.concat([load_runs(tracking_uri, parent_run_id=p) for p in parents], ignore_index=True)
+    unknown = sorted(set(exclude) - set(runs["run_id"]))
+    if unknown:
+        raise SystemExit(f"--exclude-run-id: {', '.join(unknown)} not a run of the given parents")
+    runs = runs[~runs["run_id"].isin(exclude)].reset_index(drop=True)
     # against the oracle run of the same workload and seed in any of the parents, not only in the run's own
     runs = with_cost_to_oracle(runs.drop(columns=list(ORACLE_COLUMNS)))
     runs.loc[runs["controller"] == ORACLE, "config"] = ORACLE  # its calibrated parameters make a long label
@@ -107,9 +113,12 @@ def goals(tracking_uri: str, parents: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bursty_goals", description=__doc__.split("\n\n")[0])
     p.add_argument("--parent-run-id", action="append", required=True, help="a run of the bursty suite (its parent)")
+    p.add_argument("--exclude-run-id", action="append", default=[],
+                   help="leave this run out (one a re-run of the same case supersedes); repeatable")
     p.add_argument("--tracking-uri", default=None)
     args = p.parse_args(argv)
-    print("\n".join(goals(args.tracking_uri or default_tracking_uri(), args.parent_run_id)))
+    print("\n".join(goals(args.tracking_uri or default_tracking_uri(), args.parent_run_id,
+                           tuple(args.exclude_run_id))))
     return 0
 
 

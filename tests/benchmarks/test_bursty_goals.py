@@ -54,3 +54,21 @@ def test_runs_of_one_suite_split_over_parents_are_compared_with_the_oracle_of_an
     text = "\n".join(goals(uri, [first, second]))
     assert "3.00 [3.00, 3.00]" in text  # ds2's cost / the oracle's, from the other parent
     assert "5.00 [5.00, 5.00]" in text  # regret per SLO: (300 / 0.5) / (100 / 1) - 1
+
+
+def test_runs_superseded_by_a_rerun_can_be_left_out_by_id_and_an_unknown_id_is_refused(tmp_path):
+    import pytest
+    from mlflow.tracking import MlflowClient
+
+    uri, parent = fabricate(tmp_path, [("w", "oracle:x=1", 1, 1.0, 100.0, 5, 0), ("w", "ds2", 1, 0.5, 300.0, 10, 0)])
+    _, rerun = fabricate(tmp_path, [("w", "ds2", 1, 1.0, 120.0, 10, 0)], uri=uri)
+    client = MlflowClient(uri)
+    old = [r.info.run_id for r in client.search_runs(
+        [client.get_run(parent).info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent}' and tags.config = 'ds2'")]
+    both = "\n".join(goals(uri, [parent, rerun]))
+    assert "2.10 [1.20, 3.00]" in both  # the two runs of ds2 on seed 1, averaged
+    only_rerun = "\n".join(goals(uri, [parent, rerun], exclude=tuple(old)))
+    assert "1.20 [1.20, 1.20]" in only_rerun and "3.00" not in only_rerun.split("ds2")[1].split("\n")[0]
+    with pytest.raises(SystemExit, match="not a run of the given parents"):
+        goals(uri, [parent], exclude=("nonesuch",))
