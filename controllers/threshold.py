@@ -111,10 +111,10 @@ class ThresholdController(Controller):
                 f"({bottleneck.span_s:.2f}s) {bottleneck.degree}->{new}",
                 details=details,
             )
-        # with guards, a utilisation below the band also triggers a scale-down: the catch-up sizing scaled up for the
-        # backlog as well as the rate, and once the backlog is drained the batch ratio can settle between the rule's
-        # ratios (0.67 after the step in the plant model, at a 0.85 target), where the rule alone would keep that
-        # capacity for good
+        # with guards, a utilisation below the band, or the backlog a catch-up was sized for being drained, also
+        # triggers a scale-down: the catch-up sizing scaled up for the backlog as well as the rate, and once the
+        # backlog is drained the batch ratio settles between the rule's ratios (0.59 after the plant model's step,
+        # with enrich at the degree sized for it), where the rule alone would keep that capacity for good
         low_edge = p["target_utilization"] - p["utilization_band"]
         utilization = guards.utilization(snapshot)[1] if guards else None
         drained = guards is not None and guards.lag_drained(snapshot)
