@@ -111,14 +111,17 @@ def killed_process(scratch: Path) -> Outcome:
                    reason, f"1 run: {before} -> {after.info.status}", time.monotonic() - started)
 
 
+# The leader's SIGINT handler is installed before it says it is ready: a SIGINT sent the moment its pids are read
+# would otherwise find the interpreter's disposition, which is "ignore" when the process that started it ignores
+# SIGINT (a pytest-xdist worker does) — the leader then slept on, and a test waiting 10 s for it failed under load.
 STUBBORN_TREE = """
 import os, signal, subprocess, sys, time
+signal.signal(signal.SIGINT, lambda *a: os._exit(0))
 child = "import signal, time\\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\\nprint('ready', flush=True)\\ntime.sleep(600)"
 kids = [subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True) for _ in range(3)]
 for k in kids:
     k.stdout.readline()
 print(" ".join(str(k.pid) for k in kids), flush=True)
-signal.signal(signal.SIGINT, lambda *a: os._exit(0))
 time.sleep(600)
 """
 
