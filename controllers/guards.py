@@ -585,8 +585,9 @@ class Guards:
                 notes.append(f"scale-down to {vector_text(want)} pending ({waited:.0f}/{p['stabilisation_s']:g} s)")
                 want = dict(current)
             # else: the latest proposal, lower than the current vector for stabilisation_s without a break
-        releasing = (all(want[op] <= current[op] for op in self.operators) and want != current
-                     and self.lag_drained(snapshot))
+        # a scale-down releasing what a catch-up added for a since-drained backlog passes the band (not above it)
+        releasing = (want != current and all(want[op] <= current[op] for op in self.operators)
+                     and utilization <= high and self.lag_drained(snapshot))
         # excluded periods and the band hold everything (the band not the release of capacity added for a backlog)
         window = self._excluded(t)
         if window is not None:
@@ -594,7 +595,7 @@ class Guards:
             if proposal_changes:
                 return hold(f"excluded period [{window[0]:g}, {window[1]:g}) s: no scaling")
             return Decision(dict(current), reason, details=details)
-        if releasing and utilization <= high:
+        if releasing:
             details["guard.lag_drained"] = 1
             notes.append(f"the backlog the last scale-up was sized for is drained: the capacity added for it goes "
                          f"(utilisation {utilization:.2f})")
@@ -604,7 +605,7 @@ class Guards:
                 return hold(f"utilisation {utilization:.2f} within [{low:.2f}, {high:.2f}]: no action")
             return Decision(dict(current), reason, details=details)
         # outside the band only the direction that brings it back: no scale-up below it, no scale-down above it
-        wrong = [] if releasing and utilization <= high else [
+        wrong = [] if releasing else [
             op for op in self.operators if (want[op] > current[op] if utilization < low else want[op] < current[op])]
         if wrong:
             side = "below" if utilization < low else "above"

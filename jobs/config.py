@@ -218,7 +218,7 @@ def check_java() -> None:
         raise InputError(f"Java at {java} does not run: {exc}") from None
 
 
-_LOCAL = re.compile(r"^local(\[(\d+|\*)(,\d+)?\])?$")
+_LOCAL = re.compile(r"^local(\[(\d+|\*)(\s*,\s*\d+)?\])?$")  # as Spark reads it: local, local[N], local[*], local[N, F]
 
 
 def check_master(master: str) -> None:
@@ -246,9 +246,9 @@ def local_slots(master: str | None) -> int:
     """The task slots a local master gives (local: 1, local[N]: N, local[*]: the machine's cores), as Spark's
     defaultParallelism will be; 0 for a cluster master, whose executors are known only once they register (and may
     change during a run)."""
-    match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", (master or "").strip())
+    match = _LOCAL.match((master or "").strip())
     if not match:
         return 0
-    if match[1] is None:
+    if match[2] is None:
         return 1
-    return (os.cpu_count() or 1) if match[1] == "*" else int(match[1])
+    return (os.cpu_count() or 1) if match[2] == "*" else int(match[2])
