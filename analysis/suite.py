@@ -20,6 +20,7 @@ from mlflow.tracking import MlflowClient
 
 import controllers
 from jobs.config import param_value
+from jobs.recording.machine import machine_tags
 from jobs.recording.recorder import REPO_ROOT, ensure_experiment
 from jobs.recording.tracking_check import check_tracking_store
 from jobs.topology import load_topology
@@ -217,14 +218,14 @@ class SuiteResult:
 
 def open_parent(tracking_uri: str, experiment: str, run_name: str, tags: dict[str, str],
                 params: dict[str, object]) -> str:
-    """The suite's parent run; TrackingUnreachable (one line) within seconds when the store is down, instead of
-    MLflow's minutes of retries."""
+    """The suite's parent run, tagged with the machine its runs are about to run on (jobs/recording/machine.py);
+    TrackingUnreachable (one line) within seconds when the store is down, instead of MLflow's minutes of retries."""
     check_tracking_store(tracking_uri)
     if tracking_uri.startswith("sqlite:"):
         Path(tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     client = MlflowClient(tracking_uri)
     experiment_id = ensure_experiment(client, experiment, tracking_uri)
-    parent_id = client.create_run(experiment_id, run_name=run_name, tags=tags).info.run_id
+    parent_id = client.create_run(experiment_id, run_name=run_name, tags={**machine_tags(), **tags}).info.run_id
     for key, value in params.items():
         client.log_param(parent_id, key, value)
     return parent_id

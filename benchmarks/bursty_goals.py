@@ -1,7 +1,7 @@
 """Issue #21's goals, read from runs of the bursty real-trace suite (suites/bursty.yaml) in MLflow: do the controllers
 hold on real bursts, at what price against the oracle, and do the guards cut DS2's churn?
 
-    python -m benchmarks.bursty_goals --parent-run-id ID [--parent-run-id ID ...]
+    python -m benchmarks.bursty_goals [--parent-run-id ID ...] [--record docs/bursty/runs.csv]
 
 Per workload, each configuration as mean [95 % bootstrap interval] over its seeds: SLO attainment, cost ÷ the
 oracle's on the same seed (also where the oracle could not keep every event on time: then its cost is the price of
@@ -9,6 +9,10 @@ what it reached, the feasible bound, and the attainment gap is shown beside it),
 actions, and from the decision ledger the share of actions after which the vector fell behind. Goals, per workload:
 the cheapest non-oracle configuration whose attainment is within 5 points of the oracle's costs <= 1.3x the oracle;
 DS2 with guards costs <= 1.6x the oracle and takes <= half DS2's scaling actions without guards.
+
+The suite takes longer than a session keeps one MLflow store, so `--record FILE` keeps the runs' summaries in the
+repository (analysis/run_records.py): each invocation merges its parents' runs into the file and reads out over all
+of them, the seeds measured in earlier sessions included; `--record FILE` alone reads the file.
 """
 from __future__ import annotations
 
@@ -16,12 +20,18 @@ import argparse
 import os
 import sys
 import warnings
+from pathlib import Path
 
 import pandas as pd
 
-from analysis.runs import ORACLE, ORACLE_COLUMNS, load_runs, with_cost_to_oracle
+from mlflow.tracking import MlflowClient
+
+from analysis import run_records
+from analysis.runs import ORACLE, SUMMARY_METRICS, load_runs, with_cost_to_oracle
 from analysis.stats import bootstrap_mean
+from jobs.recording.machine import describe_machine, machine_tags
 from jobs.recording.recorder import default_tracking_uri
+from studies.provenance import suite_provenance
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 BEST_GOAL = 1.3  # the best non-oracle configuration's cost / the oracle's
@@ -45,18 +55,44 @@ def configuration_table(group: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def goals(tracking_uri: str, parents: list[str], exclude: tuple[str, ...] = ()) -> list[str]:
-    """The read-out over the runs of `parents`, less the runs in `exclude` (runs a later re-run of the same cases
-    supersedes, say after a fix: they stay in the store, named in the command that leaves them out)."""
-    with warnings.catch_warnings():  # a metric no run of a parent has is an all-NA column there: expected
-        warnings.simplefilter("ignore", FutureWarning)
-        runs = pd.concat([load_runs(tracking_uri, parent_run_id=p) for p in parents], ignore_index=True)
+def collect(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...] = (),
+            record: Path | None = None) -> pd.DataFrame:
+    """The runs the read-out is over: those of `parents` in the store, merged into the `record` file's runs when one
+    is given (a run read again replaces its recorded row) and written back, less the runs in `exclude` (runs a later
+    re-run of the same cases supersedes, say after a fix: they stay in the store, named in the command that leaves
+    them out, and leave the record)."""
+    tables = []
+    if parents:
+        client = MlflowClient(tracking_uri)
+        with warnings.catch_warnings():  # a metric no run of a parent has is an all-NA column there: expected
+            warnings.simplefilter("ignore", FutureWarning)
+            for parent in parents:
+                machine = suite_provenance(client, parent).machine
+                if machine.startswith("machine not recorded"):  # a suite opened before parents were tagged
+                    machine = f"{machine}; read out on {describe_machine(machine_tags())}"
+                tables.append(run_records.to_record(load_runs(tracking_uri, parent_run_id=parent), parent, machine))
+    new = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=list(run_records.RECORD_COLUMNS))
+    runs = run_records.merge(run_records.read_record(record), new) if record is not None else new
     unknown = sorted(set(exclude) - set(runs["run_id"]))
     if unknown:
-        raise SystemExit(f"--exclude-run-id: {', '.join(unknown)} not a run of the given parents")
+        raise SystemExit(f"--exclude-run-id: {', '.join(unknown)} not a run of the given parents"
+                         + (" or the record" if record is not None else ""))
     runs = runs[~runs["run_id"].isin(exclude)].reset_index(drop=True)
+    if record is not None:
+        run_records.write_record(record, runs)
+    if runs.empty:
+        raise SystemExit("no runs: give --parent-run-id, or --record with a file that holds runs")
+    return runs
+
+
+def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...] = (),
+          record: Path | None = None) -> list[str]:
+    """The read-out over the runs `collect` gathers."""
+    runs = collect(tracking_uri, parents, exclude, record)
+    for column in SUMMARY_METRICS:  # a record's empty cells read back as text or NA
+        runs[column] = pd.to_numeric(runs[column], errors="coerce")
     # against the oracle run of the same workload and seed in any of the parents, not only in the run's own
-    runs = with_cost_to_oracle(runs.drop(columns=list(ORACLE_COLUMNS)))
+    runs = with_cost_to_oracle(runs)
     runs.loc[runs["controller"] == ORACLE, "config"] = ORACLE  # its calibrated parameters make a long label
     lines, verdicts = [], {"best": [], "guarded_cost": [], "guarded_actions": []}
     for workload, group in runs.groupby("workload", sort=True):
@@ -112,13 +148,24 @@ def goals(tracking_uri: str, parents: list[str], exclude: tuple[str, ...] = ()) 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bursty_goals", description=__doc__.split("\n\n")[0])
-    p.add_argument("--parent-run-id", action="append", required=True, help="a run of the bursty suite (its parent)")
+    p.add_argument("--parent-run-id", action="append", default=[],
+                   help="a run of the bursty suite (its parent); repeatable")
+    p.add_argument("--record", type=Path, default=None,
+                   help="a CSV of runs kept in the repository (docs/bursty/runs.csv): the parents' runs are merged "
+                        "into it and the read-out is over all its runs, also those measured in earlier sessions")
     p.add_argument("--exclude-run-id", action="append", default=[],
                    help="leave this run out (one a re-run of the same case supersedes); repeatable")
     p.add_argument("--tracking-uri", default=None)
     args = p.parse_args(argv)
-    print("\n".join(goals(args.tracking_uri or default_tracking_uri(), args.parent_run_id,
-                           tuple(args.exclude_run_id))))
+    if not args.parent_run_id and args.record is None:
+        p.error("give --parent-run-id, --record, or both")
+    try:
+        lines = goals(args.tracking_uri or default_tracking_uri(), args.parent_run_id, tuple(args.exclude_run_id),
+                      args.record)
+    except run_records.BadRecord as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
     return 0
 
 

@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", help="run the cases whose name contains this")
     args = p.parse_args(argv)
     outcomes = run_all(args.only)
-    from studies.provenance import describe_machine, machine_tags
+    from jobs.recording.machine import describe_machine, machine_tags
 
     text = page(outcomes, describe_machine(machine_tags()))
     print(text)

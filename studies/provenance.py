@@ -8,13 +8,11 @@ the Spark version their runs logged (`spark.version`).
 from __future__ import annotations
 
 import datetime as dt
-import os
-import platform
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 from mlflow.tracking import MlflowClient
+
+from jobs.recording.machine import describe_machine
 
 # Each Spark run of a study suite takes its workload's duration plus this: a fresh Python process, Spark's start, the
 # warm-up batch, draining what is left when the schedule ends, recording and stop. Measured on 2026-11-25 on the
@@ -24,53 +22,6 @@ from mlflow.tracking import MlflowClient
 # drained; on a quiet machine expect less (the demo's 3 runs of 60 s take about 5 min: ~40 s per run). The pages show
 # what each suite really took next to this estimate.
 RUN_OVERHEAD_S = 95.0
-
-MACHINE_KEYS = ("machine.cpus", "machine.cpu_model", "machine.memory_gib", "machine.os", "machine.python",
-                "machine.spark", "machine.java")
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _os_name() -> str:
-    try:
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                return f"{line.split('=', 1)[1].strip().strip(chr(34))}, {platform.system()} {platform.release()}"
-    except OSError:
-        pass
-    return platform.platform()
-
-
-def _java_version() -> str:
-    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else "java"
-    try:
-        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=20)
-        first = (out.stderr or out.stdout).strip().splitlines()
-        return first[0].replace('"', "") if first else "unknown"
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-
-
-def machine_tags() -> dict[str, str]:
-    """This machine, as tags for a suite's parent run (its child runs run here, one after another)."""
-    import psutil
-    import pyspark
-
-    from jobs.recording.recorder import git_revision
-
-    return {"machine.cpus": str(os.cpu_count() or 0), "machine.cpu_model": _cpu_model(),
-            "machine.memory_gib": f"{psutil.virtual_memory().total / 2 ** 30:.1f}", "machine.os": _os_name(),
-            "machine.python": platform.python_version(), "machine.spark": pyspark.__version__,
-            "machine.java": _java_version(), "machine.load_1min": f"{os.getloadavg()[0]:.1f}",
-            "code.revision": git_revision()}
 
 
 @dataclass(frozen=True)
@@ -94,23 +45,6 @@ class SuiteProvenance:
 
 def day(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d")
-
-
-def describe_machine(tags: dict[str, str], spark_param: str | None = None) -> str:
-    """'2 cores (CPU), 23.4 GiB RAM, OS, Python 3.11.9, Spark 4.2.0, Java ...' from the machine.* tags; what a
-    suite did not record is said to be missing (the Spark version then comes from its runs' spark.version)."""
-    spark = tags.get("machine.spark") or spark_param
-    if not any(k in tags for k in MACHINE_KEYS):
-        return (f"machine not recorded (suite run before studies recorded it); Spark {spark}" if spark
-                else "machine not recorded (suite run before studies recorded it)")
-    cpus = f"{tags.get('machine.cpus', '?')} cores"
-    if tags.get("machine.cpu_model"):
-        cpus += f" ({tags['machine.cpu_model']})"
-    parts = [cpus, f"{tags.get('machine.memory_gib', '?')} GiB RAM", tags.get("machine.os", "OS not recorded"),
-             f"Python {tags.get('machine.python', '?')}", f"Spark {spark or '?'}"]
-    if tags.get("machine.java"):
-        parts.append(tags["machine.java"])
-    return ", ".join(parts)
 
 
 def suite_provenance(client: MlflowClient, parent_run_id: str) -> SuiteProvenance:

@@ -30,7 +30,7 @@ from analysis.runs import load_runs, with_cost_to_oracle
 from analysis.suite import SuiteRequest, open_parent, run_suite, timestamped
 from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 from studies.claim_records import StaleRecord, read_record, record_path, write_record
-from studies.provenance import (RUN_OVERHEAD_S, SuiteProvenance, date_span, day, machine_tags, measured_on,
+from studies.provenance import (RUN_OVERHEAD_S, SuiteProvenance, date_span, day, measured_on,
                                 minutes, suite_provenance)
 from workloads import load_workload
 
@@ -584,7 +584,7 @@ def run_claim(claim: Claim, tracking_uri: str, experiment: str, master: str, onl
     if claim.prepare is not None:
         claim.prepare(tracking_uri, experiment)
     parent = open_parent(tracking_uri, experiment, timestamped(f"reproduce-{claim.id}"),
-                         {"kind": "reproduction", "claim": claim.id, "workload": claim.workload, **machine_tags()},
+                         {"kind": "reproduction", "claim": claim.id, "workload": claim.workload},
                          {"claim": claim.claim, "variants": " | ".join(claim.variants),
                           "seeds": ",".join(map(str, claim.seeds))})
     cluster = None

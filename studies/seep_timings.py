@@ -30,7 +30,7 @@ from simulator.plant import OperatorModel, PlantConfig, simulate
 from controllers.policy import load_policy
 from studies.seep_queue_model import QueueOperator, simulate_policy
 from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
-from studies.provenance import RUN_OVERHEAD_S, date_span, machine_tags, measured_on, minutes, suite_provenance
+from studies.provenance import RUN_OVERHEAD_S, date_span, measured_on, minutes, suite_provenance
 from workloads import Schedule, load_workload
 
 T5_POLICIES = ("seep-t5", "seep-t5-microbatch")
@@ -286,7 +286,7 @@ def run_spark(tracking_uri: str, experiment: str, master: str) -> str:
     request = SuiteRequest(tuple(f"seep-policy:policy={p}" for p in T5_POLICIES), (T5_WORKLOAD,), (1,),
                            duration_s=T5_DURATION_S, topology=T5_TOPOLOGY)
     parent = open_parent(tracking_uri, experiment, timestamped("seep-t5-spark"),
-                         {"kind": "seep-timings", **machine_tags()},
+                         {"kind": "seep-timings"},
                          {"variants": " | ".join(request.variants), "topology": T5_TOPOLOGY})
     result = run_suite(parent, request, tracking_uri=tracking_uri, experiment=experiment, master=master)
     MlflowClient(tracking_uri).set_terminated(parent, "FAILED" if result.failed else "FINISHED")

@@ -72,3 +72,42 @@ def test_runs_superseded_by_a_rerun_can_be_left_out_by_id_and_an_unknown_id_is_r
     assert "1.20 [1.20, 1.20]" in only_rerun and "3.00" not in only_rerun.split("ds2")[1].split("\n")[0]
     with pytest.raises(SystemExit, match="not a run of the given parents"):
         goals(uri, [parent], exclude=("nonesuch",))
+
+
+def test_a_record_keeps_the_runs_for_a_later_read_out_without_the_store_and_merges_by_run_id(tmp_path):
+    from analysis.run_records import read_record
+
+    record = tmp_path / "runs.csv"
+    rows = [("w", "oracle:x=1", 1, 1.0, 100.0, 5, 0), ("w", "ds2", 1, 0.9, 120.0, 6, 0)]
+    uri, first = fabricate(tmp_path, rows)
+    from_store = "\n".join(goals(uri, [first], record=record))
+    assert len(read_record(record)) == 2
+    # another session: a new store holds seed 2 only; the read-out covers both seeds, the record grows
+    other = tmp_path / "other"
+    other.mkdir()
+    uri2, second = fabricate(other, [("w", "oracle:x=1", 2, 1.0, 100.0, 5, 0), ("w", "ds2", 2, 0.9, 140.0, 6, 0)])
+    both = "\n".join(goals(uri2, [second], record=record))
+    assert "1.30 [1.20, 1.40]" in both  # ds2's cost / the oracle's over seeds 1 (1.2) and 2 (1.4)
+    assert len(read_record(record)) == 4
+    # the same parent merged again replaces its rows; the record alone gives the same read-out
+    again = "\n".join(goals(uri2, [second], record=record))
+    assert len(read_record(record)) == 4 and again == both
+    assert "\n".join(goals(None, [], record=record)) == both
+    assert from_store != both
+    # a run left out is left out of the record too
+    ds2_seed2 = read_record(record).query("config == 'ds2' and seed == 2")["run_id"].iloc[0]
+    goals(None, [], exclude=(ds2_seed2,), record=record)
+    assert ds2_seed2 not in set(read_record(record)["run_id"])
+
+
+def test_a_bad_record_is_refused_naming_the_file_and_line(tmp_path, capsys):
+    from benchmarks.bursty_goals import main
+
+    bad = tmp_path / "runs.csv"
+    bad.write_text("run_id,status\nabc,FINISHED\n")
+    assert main(["--record", str(bad)]) == 2
+    assert f"{bad}: column(s) config, controller, workload, seed missing" in capsys.readouterr().err
+    bad.write_text("run_id,status,config,controller,workload,seed\na,FINISHED,ds2,ds2,w,1\n"
+                   "b,FINISHED,ds2,ds2,w,2\na,FINISHED,ds2,ds2,w,3\n")
+    assert main(["--record", str(bad)]) == 2
+    assert f"{bad}, line 4: run a is recorded twice" in capsys.readouterr().err

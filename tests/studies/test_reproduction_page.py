@@ -259,7 +259,7 @@ def test_the_estimate_adds_each_runs_duration_and_overhead(tmp_path):
 
 
 def test_the_machine_tags_describe_this_machine():
-    from studies.provenance import describe_machine, machine_tags
+    from jobs.recording.machine import describe_machine, machine_tags
 
     tags = machine_tags()
     assert int(tags["machine.cpus"]) >= 1 and float(tags["machine.memory_gib"]) > 0
