@@ -1,0 +1,14 @@
+"""Placement controllers: which partition of a keyed operator runs which key group, at a fixed degree.
+
+Pure decision logic like the parallelism controllers (no Spark, MLflow or I/O imports), from two seed papers,
+each an adaptation of a system that placed other things (operator replicas on VMs; Storm tasks on nodes):
+  sousa, sousa-random  Sousa 2014, latency-variation migration and its random baseline (sousa.py)
+  souravlas            Souravlas et al. 2021, fair shares in one-to-one steps (souravlas.py, stepwise.py)
+Without one, a keyed operator keeps Spark's hash placement: the thesis's "no scheduling" baseline.
+"""
+from controllers.placement import souravlas, sousa  # noqa: F401  (registration)
+from controllers.placement.base import PlacementController, build_placement, registered
+from controllers.placement.types import RESOURCES, Move, PlacementDecision, PlacementSnapshot
+
+__all__ = ["Move", "PlacementController", "PlacementDecision", "PlacementSnapshot", "RESOURCES", "build_placement",
+           "registered"]

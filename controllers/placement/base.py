@@ -1,0 +1,45 @@
+"""The placement controller interface and its registry by name, apart from the parallelism controllers' registry
+because the two answer different questions (which partition, not how many) and are composed, not interchanged."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Mapping
+
+from controllers.placement.types import PlacementDecision, PlacementSnapshot
+from params.declare import Param, ParamError, Rule, check_params
+
+_REGISTRY: dict[str, type["PlacementController"]] = {}
+
+
+class PlacementController(ABC):
+    """Maps a keyed operator's report periods to key-group moves, keeping what it needs between calls.
+
+    Subclasses declare PARAMS (and RULES) like the parallelism controllers; a configuration is checked once, before
+    a run starts."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    PARAMS: ClassVar[Mapping[str, Param]] = {}
+    RULES: ClassVar[tuple[Rule, ...]] = ()
+
+    def __init__(self, params: Mapping[str, Any] | None = None):
+        self.params = check_params(f"placement controller {self.name!r}", self.PARAMS, params, self.RULES)
+
+    @abstractmethod
+    def decide(self, snapshot: PlacementSnapshot) -> PlacementDecision:
+        """The moves to make after this period (none is an answer too, with its reason)."""
+
+
+def register(cls: type[PlacementController]) -> type[PlacementController]:
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered() -> dict[str, type[PlacementController]]:
+    return dict(_REGISTRY)
+
+
+def build_placement(name: str, params: Mapping[str, Any] | None = None) -> PlacementController:
+    if name not in _REGISTRY:
+        raise ParamError(f"unknown placement controller {name!r}; expected one of: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name](params)
