@@ -176,6 +176,7 @@ class Souravlas(PlacementController):
         moves: list[Move] = []
         notes = []
         load = list(p)
+        where = list(snap.assignment)
         for src in sources:
             groups = sorted((g for g, part in enumerate(snap.assignment) if part == src),
                             key=lambda g: (-self._usage.get(g, 0.0), g))
@@ -194,10 +195,15 @@ class Souravlas(PlacementController):
                 notes.append(f"partition {src} at {p[src]:.2f}: no target below saturation")
                 continue
             counts = fair_split(len(chosen), [load[t] for t in targets], self.params["share"])
-            queue = iter(chosen)
+            queue = list(chosen)
             for target, count in zip(targets, counts):
                 for _ in range(count):
-                    g = next(queue)
+                    # the next chosen group allowed there (replicas of one operator stay apart)
+                    g = next((g for g in queue if snap.may_join(g, target, where)), None)
+                    if g is None:
+                        break
+                    queue.remove(g)
+                    where[g] = target
                     moves.append(Move(g, src, target))
                     share = self._usage.get(g, 0.0) / self._span
                     load[src] -= share

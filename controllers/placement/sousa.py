@@ -20,7 +20,8 @@ the same score and the same last move the one using the largest share of its par
 smaller than a replica; moving the largest one that passes the test relieves most), and among the partitions that
 pass the test the one left with the most headroom (smallest largest ratio u_b + u_x over u_a) is chosen, then the
 lowest index. Replicas, their anti-affinity and the connected-operator network term have no counterpart here (key
-groups have no replicas; the partitions of one operator do not send to each other).
+groups have no replicas; the partitions of one operator do not send to each other); in the placement simulator,
+where the groups are the thesis's replicas, the snapshot's `apart` keeps two replicas of one operator apart.
 """
 from __future__ import annotations
 
@@ -68,8 +69,8 @@ class _MigrationRounds(PlacementController):
         self.rounds = 0
 
     def _observe(self, snap: PlacementSnapshot) -> None:
-        for group, partition in enumerate(snap.assignment):
-            self._latencies.setdefault(group, []).append(snap.latency_s[partition])
+        for group in range(snap.key_groups):
+            self._latencies.setdefault(group, []).append(snap.latency_of(group))
             total = self._usage.setdefault(group, [0.0] * len(RESOURCES))
             for k, value in enumerate(snap.key_group_usage(group)):
                 total[k] += value
@@ -114,13 +115,15 @@ class _MigrationRounds(PlacementController):
             for k, value in enumerate(usage.get(group, (0.0,) * len(RESOURCES))):
                 partitions[partition][k] += value
         moves: list[Move] = []
+        where = list(snap.assignment)
         for group in candidates:
             if len(moves) >= self.params["max_moves"]:
                 break
             source = snap.assignment[group]
             u_x = usage.get(group, (0.0,) * len(RESOURCES))
             feasible = [b for b in range(snap.partitions)
-                        if b != source and dominates(tuple(partitions[source]), tuple(partitions[b]), u_x)]
+                        if b != source and snap.may_join(group, b, where)
+                        and dominates(tuple(partitions[source]), tuple(partitions[b]), u_x)]
             if not feasible:
                 continue
             target = min(feasible, key=lambda b: (headroom_ratio(tuple(partitions[source]), tuple(partitions[b]),
@@ -128,6 +131,7 @@ class _MigrationRounds(PlacementController):
             for k, value in enumerate(u_x):  # the partitions as they will be, for the next candidate's test
                 partitions[source][k] -= value
                 partitions[target][k] += value
+            where[group] = target
             moves.append(Move(group, source, target))
         return moves
 

@@ -23,6 +23,9 @@ class PlacementSnapshot:
     assignment[g] is the partition key group g ran on; latency_s[p] the latency partition p showed in the period
     (on Spark its task's time: its records wait for the ones before them in the task); usage[g] the resources key
     group g used, in RESOURCES order; moves_in_flight the moves decided earlier and not yet in force.
+    group_latency_s, where the groups have latencies of their own (the placement simulator's operator replicas,
+    each with its queue), replaces the partition's for them; `apart` lists sets of groups that must never share a
+    partition (the two active replicas of one operator in the Sousa thesis; none on Spark).
     """
 
     time_s: float
@@ -32,6 +35,8 @@ class PlacementSnapshot:
     latency_s: tuple[float, ...]
     usage: Mapping[int, tuple[float, ...]]
     moves_in_flight: int = 0
+    group_latency_s: Mapping[int, float] | None = None
+    apart: tuple[frozenset[int], ...] = ()
 
     def __post_init__(self):
         if len(self.latency_s) != self.partitions:
@@ -44,6 +49,17 @@ class PlacementSnapshot:
     @property
     def key_groups(self) -> int:
         return len(self.assignment)
+
+    def latency_of(self, group: int) -> float:
+        if self.group_latency_s is not None and group in self.group_latency_s:
+            return self.group_latency_s[group]
+        return self.latency_s[self.assignment[group]]
+
+    def may_join(self, group: int, partition: int, assignment: tuple[int, ...] | list[int] | None = None) -> bool:
+        """Whether `group` may run on `partition` given the groups it must stay apart from (and where they are)."""
+        where = self.assignment if assignment is None else assignment
+        return not any(group in together and any(where[g] == partition for g in together if g != group)
+                       for together in self.apart)
 
     def key_group_usage(self, group: int) -> tuple[float, ...]:
         return tuple(self.usage.get(group, (0.0,) * len(RESOURCES)))
