@@ -24,6 +24,7 @@ STREAM_NOISE = 4
 STREAM_COUNTS = 5
 STREAM_PLACEMENT = 6
 STREAM_HOT_KEY = 7
+STREAM_NEXMARK = 8
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
