@@ -15,11 +15,13 @@ from typing import Any, Callable
 import numpy as np
 
 from controllers.loop import ControlLoop
+from controllers.placement import PlacementController
 from controllers.types import Snapshot
 from jobs.actuators import RunActuators
+from jobs.actuators.placement import placement_snapshot
 from jobs.config import RunConfig
 from jobs.errors import RunFailed
-from jobs.metrics import OperatorStats, ProcessSampler, StageTasks
+from jobs.metrics import OperatorStats, PlacementStats, ProcessSampler, StageTasks
 from jobs.operators import apply_operators, chains
 from jobs.recording.recorder import RunRecorder
 from jobs.recording.summary import LatencyHistogram
@@ -33,7 +35,8 @@ class BatchProcessor:
     """The foreachBatch function: run the operators at their current degrees, measure, decide."""
 
     def __init__(self, config: RunConfig, spark, schedule: Schedule, loop: ControlLoop, output: Path,
-                 recorder: RunRecorder, progress: Callable[[dict], None], actuators: RunActuators):
+                 recorder: RunRecorder, progress: Callable[[dict], None], actuators: RunActuators,
+                 placement_factory: Callable[[], PlacementController] | None = None):
         self.config = config
         self.topology = config.topo
         self.ops = self.topology.names
@@ -63,6 +66,14 @@ class BatchProcessor:
         self.first_spark_batch: int | None = None
         self.committed: dict[int, tuple[int, int]] = {}  # batch -> (first event, events read)
         self.lock = threading.Lock()
+        # a placement controller beside the parallelism one (--placement): its table, figures and record
+        self.routing = actuators.placement
+        self.placement_factory = placement_factory
+        self.placement = placement_factory() if placement_factory is not None and self.routing is not None else None
+        self.placement_stats = PlacementStats(spark.sparkContext) if self.placement is not None else None
+        self.placement_log: list[dict[str, Any]] | None = [] if self.placement is not None else None
+        self.keyed = next((op.name for op in self.topology.operators if op.keyed), None)
+        self.batch_assignment: tuple[int, ...] = ()
 
     def __call__(self, df, spark_batch_id: int) -> None:
         if self.anchor_us is None:
@@ -85,9 +96,12 @@ class BatchProcessor:
         pending = self.schedule.count_due(int(start * US) - self.anchor_us) - self.next_event
         self.loop.at_batch_start(batch_id - 1, start - self.anchor_us / US, max(0, pending))
         degrees = self.degrees.batch_started(start - self.anchor_us / US)
+        routing = self._placement_started(batch_id, degrees) if self.placement is not None else None
         self.stats.reset()
         group = self.stage_tasks.start(spark_batch_id)
-        out = apply_operators(df, self.topology, degrees, self.stats.accumulators, self.config.chain_operators)
+        out = apply_operators(df, self.topology, degrees, self.stats.accumulators, self.config.chain_operators,
+                              routing=routing,
+                              placement_stats=self.placement_stats.accumulator if routing is not None else None)
         # one folder per Spark batch id, replaced as a whole: a batch replayed from the checkpoint rewrites its own
         # output instead of adding to it (idempotent sink)
         commit_batch(self.output, spark_batch_id, out.toArrow())
@@ -152,6 +166,8 @@ class BatchProcessor:
             row[f"span_s_{op.name}"] = op.span_s
             row[f"max_task_s_{op.name}"] = op.max_task_s
             row[f"next_degree_{op.name}"] = new_degrees[op.name]
+        if self.placement is not None:
+            row.update(self._place(batch_id, time_s, interval, degrees))
         with self.lock:
             self.rows.append(row)
         self.prev_end_s = time_s
@@ -166,6 +182,37 @@ class BatchProcessor:
                                          and isinstance(v, (int, float))}, step=batch_id)
         self.progress(row)
         self.events_recorded = stop
+
+    def _placement_started(self, batch_id: int, degrees: dict[str, int]) -> list[int]:
+        """The key groups' routing values for the batch starting now; a degree change of the keyed operator resets
+        the table and the placement controller (its history was of partitions that are gone)."""
+        assignment, reset = self.routing.batch_started(degrees[self.keyed])
+        if reset:
+            self.placement = self.placement_factory()
+            self.placement_log.append({"batch_id": batch_id, "reset": f"{self.keyed} degree {degrees[self.keyed]}: "
+                                       "table back to round robin, placement controller restarted"})
+        self.batch_assignment = assignment
+        self.placement_stats.reset()
+        return self.routing.route_by_group()
+
+    def _place(self, batch_id: int, time_s: float, interval: float, degrees: dict[str, int]) -> dict[str, Any]:
+        """The placement controller's step after the parallelism controller's: what this batch showed of the keyed
+        operator's partitions and key groups, its decision, the moves put in the table for the next batch."""
+        stats = self.placement_stats.read()
+        misplaced = {g: p for g, p in stats.get("where", {}).items() if p != self.batch_assignment[g]}
+        if misplaced:  # the routing is exact by construction (jobs.actuators.placement): say so if it is not
+            g, p = next(iter(misplaced.items()))
+            raise RunFailed(f"batch {batch_id}: key group {g} ran on partition {p} (-1: on several), the placement "
+                            f"table said {self.batch_assignment[g]}; {len(misplaced)} key group(s) misplaced")
+        snapshot = placement_snapshot(stats, self.batch_assignment, degrees[self.keyed], time_s, interval)
+        decision = self.placement.decide(snapshot)
+        moved = self.routing.apply(decision)
+        self.placement_log.append({"batch_id": batch_id, "time_s": time_s, "reason": decision.reason,
+                                   "moves": moved, "details": dict(decision.details),
+                                   "partition_busy_s": list(snapshot.latency_s)})
+        busy = [b for b in snapshot.latency_s if b > 0]
+        return {"placement_moves": len(moved), "slowest_partition_s": max(busy, default=0.0),
+                "partition_busy_mean_s": sum(busy) / len(busy) if busy else 0.0}
 
     def _observed(self, row: dict[str, Any], observed: dict[str, int]) -> None:
         """The number of tasks Spark ran for each operator's stage: the degree actually in force."""

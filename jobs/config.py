@@ -63,6 +63,11 @@ class RunConfig:
     lead_in_s: float = RUN_SETTINGS["lead_in_s"].default
     drain_timeout_s: float = RUN_SETTINGS["drain_timeout_s"].default
     ledger_window_batches: int = RUN_SETTINGS["ledger_window_batches"].default
+    # a placement controller (controllers.placement) hosted beside the parallelism controller, moving the keyed
+    # operator's key groups between its partitions; None keeps Spark's hash placement
+    placement: str | None = None
+    placement_params: dict[str, Any] = field(default_factory=dict)
+    key_groups: int = RUN_SETTINGS["key_groups"].default
     quiet: bool = False
     fail_at_batch: int | None = None
     # stop the run as soon as it can no longer meet the SLO target (tuning's confirmation runs: Spark minutes go to
@@ -107,6 +112,7 @@ class RunConfig:
             controller.check_run(self.context())
         except ConfigError as exc:
             raise InputError(str(exc)) from None
+        self._check_placement()
         if controller.needs_cluster() and (self.master or "").startswith("local"):
             raise InputError(f"controller {self.controller!r} acts on executors and needs a cluster master "
                              f"(--master spark://host:port, see README 'Run on a cluster'); --master {self.master} "
@@ -132,6 +138,29 @@ class RunConfig:
                 setattr(self, name, declared.check("run", flag(name), getattr(self, name)))
             except ParamError as exc:
                 raise InputError(f"{flag(name)} {str(exc).split(repr(flag(name)) + ' ', 1)[-1]}") from None
+
+    def _check_placement(self) -> None:
+        """The placement controller's name and settings, and a keyed operator for it to place."""
+        if self.placement is None:
+            if self.placement_params:
+                raise InputError("--placement-param given without --placement")
+            return
+        from controllers.placement import build_placement
+
+        try:
+            build_placement(self.placement, self.placement_params)
+        except ParamError as exc:
+            raise InputError(f"--placement: {exc}") from None
+        if not any(op.keyed for op in self.topo.operators):
+            raise InputError(f"--placement {self.placement}: the topology has no keyed operator whose key groups it "
+                             "could place")
+
+    def placement_label(self) -> str:
+        """'sousa' or 'sousa:max_moves=2,sensitivity=0.25' (empty without a placement controller)."""
+        if self.placement is None:
+            return ""
+        settings = ",".join(f"{k}={v}" for k, v in sorted(self.placement_params.items()))
+        return f"{self.placement}:{settings}" if settings else self.placement
 
     def _check_service_level(self) -> None:
         """An SLO no event can meet is an error; a trigger interval longer than the bound is a warning (an event

@@ -20,7 +20,9 @@ from typing import Any, Callable
 
 import controllers
 from controllers.loop import ControlLoop
+from controllers.placement import build_placement
 from jobs.actuators import build_actuators
+from jobs.actuators.placement import CANDIDATES, KeyGroupRouting
 from jobs.batch import BatchProcessor, format_progress
 from jobs.config import RunConfig
 from jobs.errors import RunFailed
@@ -109,6 +111,10 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         recorder.log_params({"spark.version": spark.version, "spark.default_parallelism": sc.defaultParallelism,
                              "spark.master.effective": sc.master})
         actuators = build_actuators(config, sc, controller, log)
+        placement_factory = None
+        if config.placement:
+            actuators.placement = key_group_routing(spark, config, controller)
+            placement_factory = lambda: build_placement(config.placement, config.placement_params)  # noqa: E731
         recorder.log_params({f"actuator.{a['actuator']}": "available" if a["available"] else
                              f"unavailable: {a['reason']}" for a in actuators.describe()})
         loop = ControlLoop(controller, actuators.chain)
@@ -119,7 +125,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         spark.streams.addListener(listener)
         ops = config.topo.names
         show = (lambda row: None) if config.quiet else (lambda row: log(format_progress(row, ops)))
-        processor = BatchProcessor(config, spark, schedule, loop, output / "sink", recorder, show, actuators)
+        processor = BatchProcessor(config, spark, schedule, loop, output / "sink", recorder, show, actuators,
+                                   placement_factory)
         query = start_query(spark, config, schedule_state, processor, output, recorder.run_id)
         anchor_us = start_clock(query, processor, actuators, output / "anchor.json", config.lead_in_s)
         log(f"streaming: {schedule.total_events} events over {config.spec.duration_s:g}s, trigger "
@@ -152,6 +159,15 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             spark.stop()
         if actuators is not None:
             actuators.release_hosts()  # the workers this run added go, whatever happened
+
+
+def key_group_routing(spark, config: RunConfig, controller: controllers.Controller) -> KeyGroupRouting:
+    """The placement table, with Spark's own hashes of the routing candidates (the hash its partitioner uses)."""
+    from pyspark.sql import functions as F
+
+    rows = spark.range(CANDIDATES).select(F.hash(F.col("id").cast("int")).alias("h")).collect()
+    keyed = next(op.name for op in config.topo.operators if op.keyed)
+    return KeyGroupRouting(config.key_groups, [r["h"] for r in rows], controller.initial_degrees()[keyed])
 
 
 def start_query(spark, config: RunConfig, schedule_state: str, processor: BatchProcessor, output: Path,

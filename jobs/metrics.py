@@ -16,7 +16,7 @@ from pyspark import AccumulatorParam, SparkContext
 from pyspark.sql.streaming import StreamingQueryListener
 
 from controllers.types import OperatorMetrics
-from jobs.operators import EMPTY_STATS, merge_stats
+from jobs.operators import EMPTY_STATS, merge_key_group_stats, merge_stats
 
 
 class OperatorStatsParam(AccumulatorParam):
@@ -49,6 +49,29 @@ class OperatorStats:
 
     def raw(self, op: str) -> tuple:
         return self.accumulators[op].value
+
+
+class KeyGroupStatsParam(AccumulatorParam):
+    """Merges the keyed operator's per-task partition and key-group figures (jobs.operators.key_group_stats)."""
+
+    def zero(self, value):
+        return {"partitions": {}, "groups": {}, "where": {}}
+
+    def addInPlace(self, a, b):
+        return merge_key_group_stats(a, b)
+
+
+class PlacementStats:
+    """The keyed operator's figures per partition and key group, reset before each micro-batch and read after."""
+
+    def __init__(self, sc: SparkContext):
+        self.accumulator = sc.accumulator({"partitions": {}, "groups": {}, "where": {}}, KeyGroupStatsParam())
+
+    def reset(self) -> None:
+        self.accumulator.value = {"partitions": {}, "groups": {}, "where": {}}
+
+    def read(self) -> dict:
+        return self.accumulator.value
 
 
 class StageTasks:

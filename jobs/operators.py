@@ -11,7 +11,7 @@ double count state.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +27,7 @@ AGGREGATE_SCHEMA = (
     "window_start_us BIGINT, key INT, events BIGINT, value_sum DOUBLE, first_arrival_us BIGINT, "
     "last_arrival_us BIGINT, event_id_sum BIGINT"
 )
+KEY_GROUP = "_key_group"  # the keyed operator's key group, added when a placement controller routes key groups
 OUTPUT_SCHEMAS = {"parse": PARSED_SCHEMA, "enrich": ENRICHED_SCHEMA, "window_aggregate": AGGREGATE_SCHEMA,
                   "sink": AGGREGATE_SCHEMA}
 
@@ -47,17 +48,27 @@ def chains(topology: Topology, degrees: Mapping[str, int], chaining: bool = True
 
 
 def apply_operators(df, topology: Topology, degrees: Mapping[str, int], accumulators: Mapping | None = None,
-                    chaining: bool = True):
+                    chaining: bool = True, routing: Sequence[int] | None = None, placement_stats=None):
     """The topology on a micro-batch DataFrame: before each stage of chained operators, repartition to its degree
     (by key for a keyed operator, so each (window, key) group lands in one task). With `accumulators`, each task
-    reports each operator's metrics."""
+    reports each operator's metrics. With `routing` (one routing value per key group, jobs.actuators.placement),
+    the keyed operator's keys go by key group to the partitions the placement table names, and with
+    `placement_stats` its tasks report per partition and per key group."""
     out = df
     for chain in chains(topology, degrees, chaining):
         head = chain[0]
         d = degrees[head.name]
-        out = out.repartition(d, "key") if head.keyed else out.repartition(d)
+        if head.keyed and routing is not None:
+            from pyspark.sql import functions as F
+
+            group = F.pmod(F.hash(F.col("key")), F.lit(len(routing))).cast("int")
+            route = F.element_at(F.array(*[F.lit(int(v)) for v in routing]), group + 1)
+            out = out.withColumn(KEY_GROUP, group).repartition(d, route)
+        else:
+            out = out.repartition(d, "key") if head.keyed else out.repartition(d)
         functions = [make_operator(op, topology.window_s, accumulators[op.name] if accumulators is not None else None,
-                                   topology.payload_format) for op in chain]
+                                   topology.payload_format,
+                                   placement_stats if op.keyed and routing is not None else None) for op in chain]
         out = out.mapInArrow(functions[0] if len(functions) == 1 else _chained(functions),
                              OUTPUT_SCHEMAS[chain[-1].kind])
     return out
@@ -165,8 +176,9 @@ def _count_events(batch: pa.RecordBatch) -> tuple[int, int]:
 
 
 def make_operator(op: OperatorSpec, window_s: float, stats=None, payload_format: str = "binary",
-                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function of one operator; with `stats` (an accumulator) it reports its task's metrics."""
+                  placement_stats=None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of one operator; with `stats` (an accumulator) it reports its task's metrics, with
+    `placement_stats` (the keyed operator under a placement controller) its partition's and key groups' figures."""
     cpu_us, wait_us, kind = op.cpu_us, op.wait_us, op.kind
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -179,8 +191,9 @@ def make_operator(op: OperatorSpec, window_s: float, stats=None, payload_format:
             records_in = sum(b.num_rows for b in pending)
             spend(records_in, cpu_us, wait_us)
             outputs = []
+            table = pa.Table.from_batches(pending) if records_in else None
             if records_in:
-                outputs = window_partials(pa.Table.from_batches(pending), window_s).to_batches()
+                outputs = window_partials(table, window_s).to_batches()
         else:
             outputs = []
             for batch in batches:
@@ -200,6 +213,8 @@ def make_operator(op: OperatorSpec, window_s: float, stats=None, payload_format:
         busy = time.perf_counter() - start
         if stats is not None:
             stats.add(task_stats(records_in, records_out, events_out, id_sum_out, busy, start_wall))
+        if placement_stats is not None:
+            placement_stats.add(key_group_stats(table if kind == "window_aggregate" else None, window_s, busy))
         yield from outputs
 
     return run
@@ -217,3 +232,43 @@ def task_stats(records_in, records_out, events_out, id_sum_out, busy_s, start_wa
 def merge_stats(a: tuple, b: tuple) -> tuple:
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5],
             max(a[6], b[6]), min(a[7], b[7]), max(a[8], b[8]))
+
+
+# ---- per-partition and per-key-group figures of the keyed operator, merged by a Spark accumulator ----------------
+def key_group_stats(table: pa.Table | None, window_s: float, busy_s: float) -> dict:
+    """{"partitions": {p: [busy_s, records]}, "groups": {g: [records, state_rows]}} of one task: its partition's
+    task time and records, and per key group the records it read and the (window, key) partial rows it holds (the
+    state it would carry if windows lived in tasks)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    partition = context.partitionId() if context is not None else 0
+    records = table.num_rows if table is not None else 0
+    out = {"partitions": {partition: [busy_s, records]}, "groups": {}, "where": {}}
+    if table is None or KEY_GROUP not in table.column_names or records == 0:
+        return out
+    group = table.column(KEY_GROUP).to_numpy()
+    ids, counts = np.unique(group, return_counts=True)
+    window_us = int(window_s * US)
+    start = pc.multiply(pc.divide(pc.cast(table.column("arrival_ts"), pa.int64()), window_us), window_us)
+    rows = pa.table({"w": start, "key": table.column("key"), "g": table.column(KEY_GROUP)}).group_by(
+        ["w", "key", "g"]).aggregate([])
+    state_ids, state_counts = np.unique(rows.column("g").to_numpy(), return_counts=True)
+    state = dict(zip(state_ids.tolist(), state_counts.tolist()))
+    out["groups"] = {int(g): [int(n), int(state.get(int(g), 0))] for g, n in zip(ids.tolist(), counts.tolist())}
+    out["where"] = {int(g): partition for g in ids.tolist()}
+    return out
+
+
+def merge_key_group_stats(a: dict, b: dict) -> dict:
+    """Sums per partition and per key group; `where` keeps each key group's partition, -1 where two tasks both
+    saw it (the routing would then be broken: jobs.batch refuses the batch)."""
+    out = {"partitions": dict(a.get("partitions", {})), "groups": dict(a.get("groups", {})),
+           "where": dict(a.get("where", {}))}
+    for section in ("partitions", "groups"):
+        for k, v in b.get(section, {}).items():
+            mine = out[section].get(k)
+            out[section][k] = [x + y for x, y in zip(mine, v)] if mine else list(v)
+    for k, v in b.get("where", {}).items():
+        out["where"][k] = v if out["where"].get(k, v) == v else -1
+    return out

@@ -56,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     c = p.add_argument_group("controller")
     c.add_argument("--controller", help="controller name (see below)")
     c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="controller parameter (repeatable)")
+    c.add_argument("--placement", metavar="NAME", help="a placement controller beside the parallelism controller: "
+                   "moves the keyed operator's key groups between its partitions (sousa, sousa-random, souravlas)")
+    c.add_argument("--placement-param", action="append", default=[], metavar="NAME=VALUE",
+                   help="placement controller parameter (repeatable)")
+    _setting(c, "key_groups")
     c.add_argument("--controller-config", metavar="FILE", help="YAML/JSON file {controller: NAME, params: {...}}")
     c.add_argument("--policy", metavar="FILE|NAME|TEXT",
                    help="a scaling policy (controller seep-policy): a YAML/JSON file, a catalogue name "
@@ -204,6 +209,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
         summary_json=args.summary_json, lead_in_s=args.lead_in_s, drain_timeout_s=args.drain_timeout_s,
         ledger_window_batches=args.ledger_window_batches,
+        placement=args.placement, key_groups=args.key_groups,
+        placement_params={k: param_value(v) for k, v in _pairs(args.placement_param, "--placement-param").items()},
         quiet=args.quiet, fail_at_batch=args.fail_at_batch,
         stop_when_slo_unreachable=args.stop_when_slo_unreachable, policy_source=policy_source,
         host_scaling=args.host_scaling, host_provisioning_delay_s=args.host_provisioning_delay,

@@ -18,6 +18,8 @@ RUN_SETTINGS: dict[str, Param] = {
     "source_partitions": Param(int, 2, "read tasks per micro-batch", minimum=1),
     "lead_in_s": Param(float, 1.0, "seconds between the query's start and the first event", minimum=0.0),
     "drain_timeout_s": Param(float, 60.0, "seconds to keep processing backlog after the schedule ends", minimum=0.0),
+    "key_groups": Param(int, 128, "key groups the keyed operator's keys are hashed into, the unit a placement "
+                        "controller moves between partitions (--placement)", minimum=1),
     "ledger_window_batches": Param(int, 3, "batches after an action over which the decision ledger compares what "
                                    "the controller predicted with what happened", minimum=1),
 }

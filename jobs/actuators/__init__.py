@@ -2,7 +2,9 @@
 
 - degrees (thread level, live): `DegreeActuator`, read by the batch function when a micro-batch starts;
 - executors (process level): `ExecutorActuator`, Spark's executor request / kill API, on a cluster master;
-- hosts: `HostActuator`, standalone workers started and stopped for the run (--host-scaling).
+- hosts: `HostActuator`, standalone workers started and stopped for the run (--host-scaling);
+- placement (live): `KeyGroupRouting`, the keyed operator's key-group -> partition table (--placement), applied by
+  the placement controller's own step (jobs.batch), after the parallelism controller's.
 
 `build_actuators` assembles the ones the backend has, in the order the loop applies them (hosts read the free
 cores before the executors are requested), and records the others as unavailable, with the reason, once.
@@ -19,9 +21,11 @@ from controllers.base import Controller
 from jobs.actuators.degrees import DegreeActuator
 from jobs.actuators.executors import ExecutorActuator
 from jobs.actuators.hosts import HostActuator
+from jobs.actuators.placement import KeyGroupRouting
 from jobs.errors import RunFailed
 
-__all__ = ["DegreeActuator", "ExecutorActuator", "HostActuator", "RunActuators", "build_actuators"]
+__all__ = ["DegreeActuator", "ExecutorActuator", "HostActuator", "KeyGroupRouting", "RunActuators",
+           "build_actuators"]
 
 
 @dataclass
@@ -29,6 +33,7 @@ class RunActuators:
     degrees: DegreeActuator
     executors: ExecutorActuator | None = None
     hosts: HostActuator | None = None
+    placement: KeyGroupRouting | None = None
     unavailable: list[Unavailable] = field(default_factory=list)
 
     @property
@@ -38,6 +43,8 @@ class RunActuators:
 
     def describe(self) -> list[dict[str, Any]]:
         described = [a.describe() for a in self.chain] + [u.describe() for u in self.unavailable]
+        if self.placement is not None:
+            described.append(self.placement.describe())
         if self.hosts is not None:
             described[self.chain.index(self.hosts)]["events"] = [e.to_dict() for e in self.hosts.events]
         return described
@@ -70,6 +77,8 @@ class RunActuators:
             out.update(self.executors.ledger.summary())
         if self.hosts is not None:
             out.update(self.hosts.summary())
+        if self.placement is not None:
+            out["placement_moves"] = float(self.placement.moves_applied)
         return out
 
     def stop_watching(self) -> None:

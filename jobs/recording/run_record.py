@@ -38,11 +38,13 @@ def open_run(config: RunConfig, controller: Controller, log: Callable[[str], Non
     run_name = config.run_name or f"{config.controller}-{spec.name}-seed{spec.seed}"
     tracking_uri = config.tracking_uri or default_tracking_uri()
     predictor_tags = config.predictor.tags if config.predictor is not None else controller.run_tags()
+    placed = f"+{config.placement_label()}" if config.placement else ""  # a placement controller makes another config
     recorder = RunRecorder(
         tracking_uri, config.experiment, run_name,
         tags={"controller": config.controller, "workload": spec.name, "seed": str(spec.seed),
-              "config": controllers.config_label(config.controller, config.controller_params),
-              "config_id": controllers.config_id(config.controller, config.controller_params), **predictor_tags,
+              "config": controllers.config_label(config.controller, config.controller_params) + placed,
+              "config_id": controllers.config_id(config.controller, config.controller_params) + placed,
+              **({"placement": config.placement_label()} if config.placement else {}), **predictor_tags,
               **config.tags},
         parent_run_id=config.parent_run_id,
     )
@@ -69,6 +71,9 @@ def record_configuration(recorder: RunRecorder, config: RunConfig, controller: C
         "host_scaling": config.host_scaling, "host_provisioning_delay_s": config.host_provisioning_delay_s,
         **controller.run_params(),
     })
+    if config.placement:
+        recorder.log_params({**flatten("placement", {"name": config.placement, **config.placement_params}),
+                             "placement.key_groups": config.key_groups})
     recorder.log_dict({"controller": config.controller, "params": controller.params}, "config/controller.json")
     recorder.log_dict(spec.to_dict(), "config/workload.json")
     recorder.log_dict(schedule.summary(), "config/workload_summary.json")
@@ -141,6 +146,9 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
     pd.DataFrame(ledger, columns=LEDGER_COLUMNS).to_csv(artifacts / "ledger.csv", index=False)
     logged = ["batches.parquet", "ledger.csv", "timeline.png", "summary.json"]
     logged += write_decisions(artifacts, decisions, actuators.describe())
+    if processor.placement_log is not None:  # every placement decision, its moves and the table resets
+        write_jsonl(artifacts / "placement.jsonl", processor.placement_log)
+        logged.append("placement.jsonl")
     if actuators.executors is not None:  # the executors as Spark recorded them
         write_jsonl(artifacts / "executors.jsonl", [v.__dict__ for v in actuators.executors.ledger.views.values()])
         logged.append("executors.jsonl")

@@ -46,6 +46,14 @@ def run_main(argv, capsys):
         (["--controller", "seep-policy", "--param",
           "policy={rules: [{name: r, operator: enrich, action: grow, by: {absolute: 1}, "
           "when: {metric: cpu, above: 5, for_at_least: 5}}]}"], "rule 'r': action: expected one of scale-out"),
+        (["--controller", "static", "--placement", "nonesuch"], "--placement: unknown placement controller 'nonesuch'"),
+        (["--controller", "static", "--placement", "sousa", "--placement-param", "sensitivity=0"], "'sensitivity'"),
+        (["--controller", "static", "--placement", "sousa", "--placement-param", "max_moves=0"], "'max_moves'"),
+        (["--controller", "static", "--placement", "souravlas", "--placement-param", "sub_cluster_size=1"],
+         "a sub-cluster of one partition has no target"),
+        (["--controller", "static", "--key-groups", "0"], "--key-groups must be >= 1, got 0"),
+        (["--controller", "static", "--placement-param", "sensitivity=0.5"],
+         "--placement-param given without --placement"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, message, tracking_uri, mlflow_client, capsys):
