@@ -57,6 +57,30 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
     return name, [p.strip() for p in params if p.strip()]
 
 
+def split_placement(variant: str) -> tuple[str, str | None]:
+    """'threshold:cooldown_s=4+sousa:sensitivity=0.25' -> ('threshold:cooldown_s=4', 'sousa:sensitivity=0.25'): a
+    variant may end with '+' and a placement controller (controllers.placement) hosted beside the parallelism one."""
+    from controllers.placement import registered as placements
+
+    depth = 0
+    for i, ch in enumerate(variant):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "+" and depth == 0 and parse_variant(variant[i + 1:])[0] in placements():
+            return variant[:i], variant[i + 1:]
+    return variant, None
+
+
+def _values(params: list[str]) -> dict:
+    values = {}
+    for p in params:
+        key, sep, value = p.partition("=")
+        if not sep:
+            raise controllers.ConfigError(f"parameter {p!r}: expected NAME=VALUE")
+        values[key.strip()] = param_value(value)
+    return values
+
+
 class SuiteError(ValueError):
     """Every problem of a suite request, one per line, each naming the field (and file and line when from a file)."""
 
@@ -70,7 +94,8 @@ class Case:
     def run_args(self, request: "SuiteRequest", *, experiment: str, tracking_uri: str, parent_run_id: str,
                  tags: dict[str, str] | None = None) -> list[str]:
         """The jobs/run.py arguments of this case (spark-submit jobs/run.py <these>)."""
-        name, params = parse_variant(self.variant)
+        controller, placement = split_placement(self.variant)
+        name, params = parse_variant(controller)
         args = ["--controller", name, "--workload", self.workload, "--seed", str(self.seed),
                 "--slo-latency", str(request.slo_latency_s), "--slo-target", str(request.slo_target),
                 "--experiment", experiment, "--tracking-uri", tracking_uri, "--parent-run-id", parent_run_id,
@@ -81,6 +106,11 @@ class Case:
             args += ["--topology", request.topology]
         for p in params:
             args += ["--param", p]
+        if placement is not None:
+            placement_name, placement_params = parse_variant(placement)
+            args += ["--placement", placement_name]
+            for p in placement_params:
+                args += ["--placement-param", p]
         if request.stop_when_slo_unreachable:
             args.append("--stop-when-slo-unreachable")
         for key, value in {"variant": self.variant, **(tags or {})}.items():
@@ -158,15 +188,16 @@ class SuiteRequest:
             problems.append(f"{where}: unknown field(s) {', '.join(unknown)}")
         operators = load_topology("default").names
         for i, variant in enumerate(variants):
-            name, params = parse_variant(variant)
+            controller, placement = split_placement(variant)
+            name, params = parse_variant(controller)
             try:
-                values = {}
-                for p in params:
-                    key, sep, value = p.partition("=")
-                    if not sep:
-                        raise controllers.ConfigError(f"parameter {p!r}: expected NAME=VALUE")
-                    values[key.strip()] = param_value(value)
-                controllers.build_controller(name, values, operators, max_degree=RUN_SETTINGS["max_degree"].default)
+                controllers.build_controller(name, _values(params), operators,
+                                             max_degree=RUN_SETTINGS["max_degree"].default)
+                if placement is not None:
+                    from controllers.placement import build_placement
+
+                    placement_name, placement_params = parse_variant(placement)
+                    build_placement(placement_name, _values(placement_params))
             except controllers.ConfigError as exc:
                 problems.append(f"{at(f'controllers[{i}]')} {variant!r}: {exc}")
         for i, workload in enumerate(workloads):

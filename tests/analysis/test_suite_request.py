@@ -155,3 +155,21 @@ def test_the_demo_runs_a_suite_file_or_part_of_it(tmp_path):
         with pytest.raises(SuiteError, match=problem.replace("[", r"\[")):
             _request(Namespace(suite=str(suite), seeds=seeds, workloads=workloads, controllers=None),
                      "sqlite:///unused.db")
+
+
+def test_a_variant_may_host_a_placement_controller_after_a_plus():
+    from analysis.suite import Case, split_placement
+
+    assert split_placement("threshold:cooldown_s=4+sousa:sensitivity=0.25") == ("threshold:cooldown_s=4",
+                                                                               "sousa:sensitivity=0.25")
+    assert split_placement("seep-policy:policy={a: 1+2}") == ("seep-policy:policy={a: 1+2}", None)
+    request = SuiteRequest.from_mapping({"controllers": ["static:degrees={aggregate: 4}+souravlas:share=headroom"],
+                                         "workloads": ["step"], "seeds": [1]}, "s.yaml")
+    args = Case(request.variants[0], "step", 1).run_args(request, experiment="e", tracking_uri="u",
+                                                         parent_run_id="p")
+    assert args[args.index("--controller") + 1] == "static"
+    assert args[args.index("--placement") + 1] == "souravlas"
+    assert args[args.index("--placement-param") + 1] == "share=headroom"
+    with pytest.raises(SuiteError, match="placement controller 'sousa': parameter 'sensitivity' must be > 0"):
+        SuiteRequest.from_mapping({"controllers": ["static+sousa:sensitivity=0"], "workloads": ["step"],
+                                   "seeds": [1]}, "s.yaml")
