@@ -25,6 +25,7 @@ import controllers.policy  # noqa: E402
 from jobs.config import InputError, RunConfig, param_value  # noqa: E402
 from jobs.recording.tracking_check import TrackingUnreachable  # noqa: E402
 from params.declare import flag  # noqa: E402
+from controllers.placement import registered as placement_controllers  # noqa: E402
 from params.run import RUN_SETTINGS  # noqa: E402
 from workloads import catalogue_names  # noqa: E402
 
@@ -68,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--champion", metavar="WORKLOAD_CLASS",
                    help="use the configuration promoted as champion for this workload class (MLflow registry)")
     _setting(c, "max_degree")
-    c.add_argument("--describe", metavar="CONTROLLER", choices=sorted(controllers.registered()),
+    c.add_argument("--describe", metavar="CONTROLLER",
+                   choices=sorted(controllers.registered()) + sorted(placement_controllers()),
                    help="print the controller's parameters (type, default, bounds, search range, meaning), its rules "
                         "and the run settings, then exit")
     w = p.add_argument_group("workload")
@@ -118,8 +120,12 @@ def _setting(group, name: str) -> None:
 
 
 def describe_run(controller: str) -> str:
-    """What `--describe CONTROLLER` prints: the controller's declarations and the run's settings."""
-    lines = [controllers.describe(controller), "", "run settings (python -m jobs.run flags):"]
+    """What `--describe CONTROLLER` prints: the controller's declarations (a parallelism or a placement controller)
+    and the run's settings."""
+    from controllers.placement import describe_placement, registered as placements
+
+    described = describe_placement(controller) if controller in placements() else controllers.describe(controller)
+    lines = [described, "", "run settings (python -m jobs.run flags):"]
     lines += ["  " + spec.describe(flag(name)) for name, spec in RUN_SETTINGS.items()]
     return "\n".join(lines)
 

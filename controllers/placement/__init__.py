@@ -7,8 +7,8 @@ each an adaptation of a system that placed other things (operator replicas on VM
 Without one, a keyed operator keeps Spark's hash placement: the thesis's "no scheduling" baseline.
 """
 from controllers.placement import souravlas, sousa  # noqa: F401  (registration)
-from controllers.placement.base import PlacementController, build_placement, registered
+from controllers.placement.base import PlacementController, build_placement, describe_placement, registered
 from controllers.placement.types import RESOURCES, Move, PlacementDecision, PlacementSnapshot
 
 __all__ = ["Move", "PlacementController", "PlacementDecision", "PlacementSnapshot", "RESOURCES", "build_placement",
-           "registered"]
+           "describe_placement", "registered"]

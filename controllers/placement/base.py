@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Mapping
 
 from controllers.placement.types import PlacementDecision, PlacementSnapshot
-from params.declare import Param, ParamError, Rule, check_params
+from params.declare import Param, ParamError, Rule, check_params, describe_params
 
 _REGISTRY: dict[str, type["PlacementController"]] = {}
 
@@ -43,3 +43,11 @@ def build_placement(name: str, params: Mapping[str, Any] | None = None) -> Place
     if name not in _REGISTRY:
         raise ParamError(f"unknown placement controller {name!r}; expected one of: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name](params)
+
+
+def describe_placement(name: str) -> str:
+    """A placement controller's parameters as a user reads them (`python -m jobs.run --describe sousa`)."""
+    cls = _REGISTRY[name]
+    lines = [f"{name} (placement controller, --placement): {cls.summary}", *describe_params(cls.PARAMS)]
+    lines += [f"  rule: {rule.describe()}" for rule in cls.RULES]
+    return "\n".join(lines)

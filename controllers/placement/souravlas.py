@@ -115,8 +115,8 @@ class Souravlas(PlacementController):
                                       "project's choice)", 0.0, open_minimum=True, search=SearchRange(4.0, 30.0)),
     }
     RULES = (Rule(("sub_cluster_size",), lambda v, _ctx: v["sub_cluster_size"] >= 2,
-                  "sub_cluster_size {sub_cluster_size}: a sub-cluster of one partition has no target to move work to "
-                  "(at least 2)"),)
+                  "sub_cluster_size must be at least 2: a sub-cluster of one partition has no target to move work "
+                  "to"),)
 
     def __init__(self, params=None):
         super().__init__(params)

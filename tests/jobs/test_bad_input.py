@@ -50,7 +50,7 @@ def run_main(argv, capsys):
         (["--controller", "static", "--placement", "sousa", "--placement-param", "sensitivity=0"], "'sensitivity'"),
         (["--controller", "static", "--placement", "sousa", "--placement-param", "max_moves=0"], "'max_moves'"),
         (["--controller", "static", "--placement", "souravlas", "--placement-param", "sub_cluster_size=1"],
-         "a sub-cluster of one partition has no target"),
+         "sub_cluster_size must be at least 2: a sub-cluster of one partition has no target"),
         (["--controller", "static", "--key-groups", "0"], "--key-groups must be >= 1, got 0"),
         (["--controller", "static", "--placement-param", "sensitivity=0.5"],
          "--placement-param given without --placement"),
