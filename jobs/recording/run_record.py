@@ -129,7 +129,7 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
         batches, decisions, processor.histogram, operators=processor.ops,
         total_scheduled=schedule.total_events, within_slo=processor.within_slo,
         slo_latency_s=config.slo_latency_s, slo_target=config.slo_target, executor_cores=cores,
-        wall_s=wall_s, records_out=events_out, lost=lost, duplicated=duplicated,
+        wall_s=wall_s, records_out=events_out, lost=lost, duplicated=duplicated, keyed=processor.keyed,
     )
     summary["drained"] = float(drained)
     summary["pruned"] = float(pruned is not None)

@@ -122,6 +122,7 @@ def summarise(
     records_out: int,
     lost: int,
     duplicated: int,
+    keyed: str | None = None,
 ) -> dict[str, Any]:
     records_in = int(batches["records_read"].sum()) if len(batches) else 0
     unprocessed = max(0, total_scheduled - records_in)
@@ -163,6 +164,11 @@ def summarise(
         "throughput_events_per_s": records_in / wall_s if wall_s > 0 else None,
         "wall_s": wall_s,
     }
+    column = f"max_task_s_{keyed}"
+    if keyed and column in batches.columns and len(batches):
+        # the keyed operator's slowest task per batch: what skew costs, and what placement controllers cut
+        summary["keyed_max_task_s_mean"] = float(batches[column].mean())
+        summary["keyed_max_task_s_p95"] = float(batches[column].quantile(0.95))
     if "executors" in batches.columns and len(batches):
         summary["executors_mean"] = float(batches["executors"].mean())
         summary["executors_max"] = float(batches["executors"].max())

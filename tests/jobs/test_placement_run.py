@@ -41,4 +41,6 @@ def test_key_groups_move_between_partitions_live_and_nothing_is_lost(tracking_ur
     batches = pd.read_parquet(download_artifacts(run_id=run.info.run_id, artifact_path="batches.parquet",
                                                  tracking_uri=tracking_uri))
     assert {"placement_moves", "slowest_partition_s"} <= set(batches.columns)
+    assert m["keyed_max_task_s_mean"] == pytest.approx(batches["max_task_s_aggregate"].mean())
+    assert m["keyed_max_task_s_p95"] == pytest.approx(batches["max_task_s_aggregate"].quantile(0.95))
     assert (batches["slowest_partition_s"] > 0).any()
