@@ -23,7 +23,7 @@ from jobs.config import param_value
 from jobs.recording.machine import machine_tags
 from jobs.recording.recorder import REPO_ROOT, ensure_experiment
 from jobs.recording.tracking_check import check_tracking_store
-from jobs.topology import load_topology
+from jobs.topology import TopologyError, load_topology
 from params.declare import Param, ParamError
 from params.run import RUN_SETTINGS
 from workloads import WorkloadError, load_workload
@@ -37,7 +37,7 @@ SUITE_SETTINGS: dict[str, Param] = {
 }
 # what a request (DAG params, a suite file) may hold; include_oracle adds the oracle calibrated on this store's
 # latest calibration (analysis.orchestration.with_oracle), so every run gets its cost and regret against the oracle
-REQUEST_FIELDS = ("controllers", "workloads", "seeds", *SUITE_SETTINGS, "include_oracle")
+REQUEST_FIELDS = ("controllers", "workloads", "seeds", *SUITE_SETTINGS, "include_oracle", "topology")
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -183,10 +183,15 @@ class SuiteRequest:
         if not isinstance(include_oracle, bool):
             problems.append(f"{at('include_oracle')}: expected true or false, got {include_oracle!r}")
             include_oracle = False
+        topology = raw.get("topology", "default")
+        try:
+            load_topology(str(topology))
+        except TopologyError as exc:
+            problems.append(f"{at('topology')}: {exc}")
         unknown = sorted(set(raw) - {*REQUEST_FIELDS, "tolerance", "description"})
         if unknown:
             problems.append(f"{where}: unknown field(s) {', '.join(unknown)}")
-        operators = load_topology("default").names
+        operators = load_topology("default").names  # every topology has the same operator names
         for i, variant in enumerate(variants):
             controller, placement = split_placement(variant)
             name, params = parse_variant(controller)
@@ -208,7 +213,7 @@ class SuiteRequest:
         if problems:
             raise SuiteError("\n".join(problems))
         return cls(tuple(variants), tuple(workloads), tuple(seeds), numbers["duration_s"], numbers["slo_latency_s"],
-                   numbers["slo_target"], tolerance, include_oracle=include_oracle)
+                   numbers["slo_target"], tolerance, topology=str(topology), include_oracle=include_oracle)
 
     @classmethod
     def from_file(cls, path: Path) -> "SuiteRequest":

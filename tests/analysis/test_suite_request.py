@@ -173,3 +173,14 @@ def test_a_variant_may_host_a_placement_controller_after_a_plus():
     with pytest.raises(SuiteError, match="placement controller 'sousa': parameter 'sensitivity' must be > 0"):
         SuiteRequest.from_mapping({"controllers": ["static+sousa:sensitivity=0"], "workloads": ["step"],
                                    "seeds": [1]}, "s.yaml")
+
+
+def test_a_suite_names_its_topology_and_an_unknown_one_is_refused():
+    request = SuiteRequest.from_mapping({"controllers": ["static"], "workloads": ["step"], "seeds": [1],
+                                         "topology": "keyed-heavy"}, "s.yaml")
+    args = request.cases()[0].run_args(request, experiment="e", tracking_uri="u", parent_run_id="p")
+    assert args[args.index("--topology") + 1] == "keyed-heavy"
+    with pytest.raises(SuiteError, match="s.yaml.topology: topology 'nope' is neither"):
+        SuiteRequest.from_mapping({"controllers": ["static"], "workloads": ["step"], "seeds": [1],
+                                   "topology": "nope"}, "s.yaml")
+    assert SuiteRequest.from_file(REPO_ROOT / "suites" / "placement.yaml").topology == "keyed-heavy"
