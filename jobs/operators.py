@@ -236,9 +236,10 @@ def merge_stats(a: tuple, b: tuple) -> tuple:
 
 # ---- per-partition and per-key-group figures of the keyed operator, merged by a Spark accumulator ----------------
 def key_group_stats(table: pa.Table | None, window_s: float, busy_s: float) -> dict:
-    """{"partitions": {p: [busy_s, records]}, "groups": {g: [records, state_rows]}} of one task: its partition's
-    task time and records, and per key group the records it read and the (window, key) partial rows it holds (the
-    state it would carry if windows lived in tasks)."""
+    """{"partitions": {p: [busy_s, records]}, "groups": {g: [records, state_rows]}, "where": {g: p}} of one task:
+    its partition's task time and records; per key group the records it read and the (window, key) partial rows it
+    holds (the state it would carry if windows lived in tasks); and the partition each key group ran on, which the
+    batch checks against the placement table."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
