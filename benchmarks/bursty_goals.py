@@ -143,6 +143,19 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
                                 "each followed by its return)" if burst else ""))
     lines.append("\nacross workloads: " + "; ".join(
         f"{name} met on {sum(v)} of {len(v)}" for name, v in verdicts.items() if v))
+    lines += provenance(runs)
+    return lines
+
+
+def provenance(runs: pd.DataFrame) -> list[str]:
+    """Where the runs come from: per parent (suite), its date, the code revisions its runs ran and its machine."""
+    lines = ["", f"measured: {len(runs)} runs from {runs['parent_run_id'].nunique()} suite(s)"]
+    for parent, group in runs.groupby("parent_run_id", sort=False):
+        dates = sorted({str(d)[:10] for d in group["started"] if isinstance(d, str) and d})
+        revisions = sorted({str(r)[:12] + ("-dirty" if str(r).endswith("-dirty") else "")
+                            for r in group["revision"] if isinstance(r, str) and r})
+        lines.append(f"  {parent}: {len(group)} runs, {', '.join(dates) or 'date not recorded'}, code "
+                     f"{', '.join(revisions) or 'not recorded'}; {group['machine'].iloc[0]}")
     return lines
 
 

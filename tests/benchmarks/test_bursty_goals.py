@@ -93,6 +93,7 @@ def test_a_record_keeps_the_runs_for_a_later_read_out_without_the_store_and_merg
     again = "\n".join(goals(uri2, [second], record=record))
     assert len(read_record(record)) == 4 and again == both
     assert "\n".join(goals(None, [], record=record)) == both
+    assert "measured: 4 runs from 2 suite(s)" in both and f"  {second}: 2 runs, " in both
     assert from_store != both
     # a run left out is left out of the record too
     ds2_seed2 = read_record(record).query("config == 'ds2' and seed == 2")["run_id"].iloc[0]
