@@ -1,0 +1,90 @@
+"""Issue #24's goal on Spark, read from runs of the placement suite (suites/placement.yaml) in MLflow: do key-group
+placement controllers cut the keyed operator's slowest task and the p99 latency against hash placement at the same
+degrees?
+
+    python -m benchmarks.placement_goals --parent-run-id ID [--parent-run-id ID ...]
+
+Per workload, each configuration as mean [95 % bootstrap interval] over its seeds: the keyed operator's slowest
+task per batch (`keyed_max_task_s_mean`), p99 latency, SLO attainment, moves, records lost and duplicated; and each
+placement configuration's cut against the hash-placement configuration it extends (the part before '+'), as the
+mean over seeds of 1 - run / hash run of the same seed. Goal: both cuts >= 40 % with 0 lost and 0 duplicated.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+
+import pandas as pd
+
+from analysis.runs import load_runs
+from analysis.stats import bootstrap_mean
+from jobs.recording.recorder import default_tracking_uri
+
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+CUT_GOAL = 0.4  # the slowest task and the p99 latency, each at least this much below hash placement's
+METRICS = {"keyed_max_task_s_mean": "slowest task", "latency_p99_s": "p99 latency"}
+
+
+def split_label(config: str) -> tuple[str, str | None]:
+    """'static:degrees={aggregate: 4}+sousa' -> ('static:degrees={aggregate: 4}', 'sousa')."""
+    depth = 0
+    for i, ch in enumerate(config):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "+" and depth == 0:
+            return config[:i], config[i + 1:]
+    return config, None
+
+
+def goals(runs: pd.DataFrame) -> list[str]:
+    """The read-out over finished runs (load_runs' table)."""
+    done = runs[runs["status"] == "FINISHED"].copy()
+    done[["base", "placement"]] = [split_label(c) for c in done["config"]]
+    lines, verdicts = [], []
+    for workload, group in done.groupby("workload", sort=True):
+        lines.append(f"\n{workload}:")
+        lines.append(f"  {'configuration':<44} seeds  {'slowest task s':<20} {'p99 latency s':<20} "
+                     f"{'SLO %':<20} moves  lost/dup")
+        for config, g in group.groupby("config", sort=False):
+            lines.append(f"  {config[:44]:<44} {len(g):5d}  "
+                         f"{bootstrap_mean(g['keyed_max_task_s_mean'].tolist()).text(1, 3):<20} "
+                         f"{bootstrap_mean(g['latency_p99_s'].tolist()).text(1, 2):<20} "
+                         f"{bootstrap_mean(g['slo_attainment'].tolist()).text(100):<20} "
+                         f"{g['placement_moves'].fillna(0).mean():5.1f}  "
+                         f"{int(g['records_lost'].fillna(0).sum())}/{int(g['records_duplicated'].fillna(0).sum())}")
+        hashed = group[group["placement"].isna()].set_index(["base", "seed"])
+        for config, g in group[group["placement"].notna()].groupby("config", sort=False):
+            base = g["base"].iloc[0]
+            cuts = {}
+            for metric in METRICS:
+                pairs = [(row[metric], hashed.loc[(base, row["seed"]), metric]) for _, row in g.iterrows()
+                         if (base, row["seed"]) in hashed.index]
+                cuts[metric] = bootstrap_mean([1 - a / b for a, b in pairs if b and pd.notna(a) and pd.notna(b)])
+            clean = g["records_lost"].fillna(0).sum() == 0 and g["records_duplicated"].fillna(0).sum() == 0
+            ok = clean and all(c.n and c.mean >= CUT_GOAL for c in cuts.values())
+            verdicts.append(ok)
+            text = ", ".join(f"{METRICS[m]} cut {c.text(100, 0)} %" for m, c in cuts.items())
+            lines.append(f"  {config}: {text} against {base} — goal >= {CUT_GOAL:.0%} each, 0 lost/dup "
+                         f"{'met' if ok else 'MISSED'}" + ("" if cuts["keyed_max_task_s_mean"].n else
+                                                           " (no hash-placement run of the same seeds)"))
+    lines.append(f"\nplacement configurations meeting the goal: {sum(verdicts)} of {len(verdicts)}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.placement_goals", description=__doc__.split("\n\n")[0])
+    p.add_argument("--parent-run-id", action="append", required=True, help="a run of the placement suite (parent)")
+    p.add_argument("--tracking-uri", default=None)
+    args = p.parse_args(argv)
+    uri = args.tracking_uri or default_tracking_uri()
+    with warnings.catch_warnings():  # a metric no run of a parent has is an all-NA column: expected
+        warnings.simplefilter("ignore", FutureWarning)
+        runs = pd.concat([load_runs(uri, parent_run_id=parent) for parent in args.parent_run_id], ignore_index=True)
+    print("\n".join(goals(runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""The placement suite's goal read-out on fabricated runs with known answers (no Spark, no store)."""
+import pandas as pd
+
+from benchmarks.placement_goals import goals, split_label
+
+HASH = "static:degrees={aggregate: 4}"
+
+
+def runs(rows):
+    return pd.DataFrame([{"workload": "skewed", "status": "FINISHED", "config": c, "seed": s,
+                          "keyed_max_task_s_mean": t, "latency_p99_s": p, "slo_attainment": 1.0,
+                          "placement_moves": m, "records_lost": 0, "records_duplicated": d}
+                         for c, s, t, p, m, d in rows])
+
+
+def test_split_label_keeps_braces_whole():
+    assert split_label(HASH + "+sousa:sensitivity=0.25") == (HASH, "sousa:sensitivity=0.25")
+    assert split_label("seep-policy:policy={a: 1+2}") == ("seep-policy:policy={a: 1+2}", None)
+
+
+def test_cuts_are_per_seed_against_the_hash_run_it_extends_and_lost_records_fail_the_goal():
+    table = runs([(HASH, 1, 1.0, 4.0, None, 0), (HASH, 2, 2.0, 4.0, None, 0),
+                  (HASH + "+sousa", 1, 0.5, 2.0, 6, 0), (HASH + "+sousa", 2, 1.0, 2.0, 4, 0),  # 50 % and 50 %
+                  (HASH + "+souravlas", 1, 0.9, 3.9, 2, 0), (HASH + "+souravlas", 2, 1.0, 2.0, 2, 1)])
+    text = "\n".join(goals(table))
+    assert (f"{HASH}+sousa: slowest task cut 50 [50, 50] %, p99 latency cut 50 [50, 50] % against "
+            f"{HASH} — goal >= 40% each, 0 lost/dup met") in text
+    assert f"{HASH}+souravlas: slowest task cut 30 [10, 50] %" in text and text.count("MISSED") == 1
+    assert "placement configurations meeting the goal: 1 of 2" in text
