@@ -43,3 +43,10 @@ def test_the_page_states_each_claim_with_the_thesis_figure_beside_the_model():
     # an adaptive controller no better than no scheduling on one seed out of three: not shown
     mixed = page(table(adaptive_p99=(1.0, 1.0, 9.0)), PlacementModel(), "fabricated.")
     assert "not shown" in mixed
+
+
+def test_the_figure_is_drawn_from_the_table(tmp_path):
+    from studies.sousa_placement import figure
+
+    path = figure(table(), tmp_path / "f.png")
+    assert path.stat().st_size > 5000
