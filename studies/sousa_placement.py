@@ -84,8 +84,10 @@ def run_matrix(reps: int, model: PlacementModel) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def record(runs: pd.DataFrame, model: PlacementModel, tracking_uri: str, experiment: str) -> str:
-    parent = open_parent(tracking_uri, experiment, timestamped("reproduce-sousa-placement"),
+def record(runs: pd.DataFrame, model, tracking_uri: str, experiment: str,
+           name: str = "reproduce-sousa-placement") -> str:
+    """A finished parent run of kind `placement-reproduction` holding the model's settings and the per-run table."""
+    parent = open_parent(tracking_uri, experiment, timestamped(name),
                          {"kind": "placement-reproduction"}, {f"model.{k}": v for k, v in asdict(model).items()})
     client = MlflowClient(tracking_uri)
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,8 +10,9 @@ gives and what is implemented as given:
   - admission: a partition at saturation (p >= 1) takes no migrated work (§4.1);
   - shares (Eq. 12-14): U_j = T p_j, f = T / sum U_j, F_j = U_j f, rounded by largest remainder so that they sum to
     T (the paper's 17.4 / 8.7 / 23.2 -> 18 / 9 / 23). The formula gives more to the *more* used targets; the paper
-    calls p_m the utilisation, so `share=paper` keeps it, and `share=headroom` (proportional to 1 - p_j) is offered
-    as the reading a user who wants balance would expect;
+    calls p_m the utilisation, so `share=paper` keeps it, `share=headroom` (proportional to 1 - p_j) is offered
+    as the reading a user who wants balance would expect, and `share=even` is the split of the paper's own section 6
+    example (s = t + T / targets);
   - targets in the source's sub-cluster of `sub_cluster_size` nodes (the paper: 5), the rest (nearest first) only if
     none there can take work; distance = index difference (§2);
   - the moves in one-to-one steps (every partition sends to one and receives from one per step), cheapest first,
@@ -34,11 +35,15 @@ BUSY = RESOURCES.index("busy_s")
 
 
 def fair_split(total: int, utilisation: Sequence[float], share: str = "paper") -> list[int]:
-    """Eq. 12-14: F_j = T p_j / sum p (share=paper) or T (1 - p_j) / sum (1 - p) (share=headroom), in whole tasks
-    by largest remainder (ties to the lower index), summing to T. Equal shares where every weight is 0."""
+    """Eq. 12-14: F_j = T p_j / sum p (share=paper), T (1 - p_j) / sum (1 - p) (share=headroom) or T / targets
+    (share=even, the paper's own section 6 example), in whole tasks by largest remainder (ties to the lower
+    index), summing to T. Equal shares where every weight is 0."""
     if total < 0:
         raise ValueError(f"cannot split {total} tasks")
-    weights = [max(0.0, p) if share == "paper" else max(0.0, 1.0 - p) for p in utilisation]
+    if share == "even":  # the paper's section 6 example: s = t + T / targets, the same number to each
+        utilisation = [0.0] * len(utilisation)
+    weights = [max(0.0, p) if share == "paper" else max(0.0, 1.0 - p) if share == "headroom" else 0.0
+               for p in utilisation]
     if not weights:
         return []
     if sum(weights) <= 0:
@@ -109,8 +114,9 @@ class Souravlas(PlacementController):
         "sub_cluster_size": Param(int, 5, "partitions per sub-cluster, the first place targets are looked for (the "
                                           "paper: 5 nodes)", 1),
         "share": Param(str, "paper", "how migrated key groups are shared among targets: 'paper' in proportion to "
-                                     "their utilisation (Eq. 12-14 as printed), 'headroom' in proportion to 1 - p",
-                       choices=("paper", "headroom"), search=Choices(("paper", "headroom"))),
+                                     "their utilisation (Eq. 12-14 as printed), 'headroom' in proportion to 1 - p, "
+                                     "'even' the same to each (the paper's section 6 example)",
+                       choices=("paper", "headroom", "even"), search=Choices(("paper", "headroom", "even"))),
         "round_s": Param(float, 10.0, "seconds between rounds (the paper samples every 5 s; 10 s as for sousa, the "
                                       "project's choice)", 0.0, open_minimum=True, search=SearchRange(4.0, 30.0)),
     }

@@ -99,7 +99,7 @@ def test_sousa_random_is_seeded_and_uses_the_same_destination_test():
 @pytest.mark.parametrize("name,params,field", [
     ("sousa", {"sensitivity": 0}, "sensitivity"), ("sousa", {"sensitivity": -0.5}, "sensitivity"),
     ("sousa", {"max_moves": 0}, "max_moves"), ("souravlas", {"sub_cluster_size": 1}, "sub_cluster_size"),
-    ("souravlas", {"share": "even"}, "share"), ("sousa", {"nonsense": 1}, "nonsense"),
+    ("souravlas", {"share": "balanced"}, "share"), ("sousa", {"nonsense": 1}, "nonsense"),
 ])
 def test_bad_settings_are_refused_naming_them(name, params, field):
     with pytest.raises(ParamError, match=field):
@@ -156,6 +156,7 @@ def test_fair_split_reproduces_18_9_23_and_offers_the_headroom_reading():
     assert sum(headroom) == 50 and headroom[1] > headroom[0] > headroom[2]
     assert fair_split(3, [0.0, 0.0]) == [2, 1]  # no weight anywhere: equal shares, the remainder to the first
     assert fair_split(0, [0.5]) == [0]
+    assert fair_split(8, [0.9, 0.1, 0.5, 0.2], share="even") == [2, 2, 2, 2]  # the paper's section 6: 8 to 4 nodes
 
 
 def test_one_to_one_steps_never_let_a_partition_send_or_receive_twice_in_a_step():
