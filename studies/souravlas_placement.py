@@ -14,10 +14,9 @@ headroom reading the project offers. 20 repetitions per cell, as the paper ran.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +24,9 @@ import pandas as pd
 
 from analysis.stats import bootstrap_mean
 from controllers.placement import build_placement
-from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 from simulator.task_migration import TaskCluster, simulate_tasks
-from studies.sousa_placement import _reduction, record
+from studies.model_study import parser, runs_and_provenance, write_page
+from studies.sousa_placement import _reduction
 
 SIZES = (1, 5, 10, 20)  # sub-clusters of 5: 5, 25, 50, 100 nodes (the paper's figures 4-7)
 SCENARIOS = (("no migration", None), ("souravlas, Eq. 12-14 as printed", "paper"),
@@ -127,35 +126,15 @@ def page(runs: pd.DataFrame, cluster: TaskCluster, provenance: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m studies.souravlas_placement", description=__doc__.split("\n\n")[0])
-    p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--page-only", action="store_true", help="write the page from the kept per-run table")
-    p.add_argument("--tracking-uri", default=None)
-    p.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
+    p = parser("python -m studies.souravlas_placement", __doc__, reps=20)
     args = p.parse_args(argv)
     if args.reps < 2:
         p.error("--reps must be at least 2 (intervals need two seeds)")
-    cluster = TaskCluster()
-    if args.page_only:
-        if not RECORD.exists():
-            print(f"error: {RECORD} does not exist; run without --page-only first", file=sys.stderr)
-            return 2
-        runs = pd.read_csv(RECORD, dtype={"mlflow_parent": str})
-        provenance = f"MLflow parent run `{runs['mlflow_parent'].iloc[0]}` ({runs['date'].iloc[0]}), from {RECORD}."
-    else:
-        runs = run_matrix(args.reps, cluster)
-        parent = record(runs, cluster, args.tracking_uri or default_tracking_uri(), args.experiment,
-                        "reproduce-souravlas-placement")
-        RECORD.parent.mkdir(parents=True, exist_ok=True)
-        runs.assign(mlflow_parent=parent, date=time.strftime("%Y-%m-%d"),
-                    **{f"model.{k}": v for k, v in asdict(cluster).items()}).to_csv(RECORD, index=False,
-                                                                                   float_format="%.6g")
-        provenance = f"MLflow parent run `{parent}` ({time.strftime('%Y-%m-%d')})."
-    text = page(runs, cluster, provenance)
-    figure(runs, FIGURE)
-    PAGE.write_text(text)
-    print(text)
-    print(f"written to {PAGE}")
+    found = runs_and_provenance(args, RECORD, TaskCluster(), "reproduce-souravlas-placement", run_matrix)
+    if found is None:
+        return 2
+    runs, cluster, provenance = found
+    write_page(page(runs, cluster, provenance), PAGE, figure, runs, FIGURE)
     return 0
 
 

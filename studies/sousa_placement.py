@@ -14,22 +14,18 @@ page docs/sousa-placement.md is written: the run can be read again without the s
 """
 from __future__ import annotations
 
-import argparse
 import sys
-import tempfile
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from mlflow.tracking import MlflowClient
 
 from analysis.stats import BOOTSTRAP_RESAMPLES, Interval, bootstrap_mean
-from analysis.suite import open_parent, timestamped
 from controllers.placement import build_placement
-from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 from simulator.placement import PlacementModel, simulate, sousa_stable, sousa_variable
+from studies.model_study import parser, runs_and_provenance, write_page
 
 THESIS_BASE_FAST_P99_S = 4.819  # Fig. 4.14: no scheduling, variable load, fast replica, mean of p99
 UNLIMITED = 26  # every replica may move in one round
@@ -82,20 +78,6 @@ def run_matrix(reps: int, model: PlacementModel) -> pd.DataFrame:
                          **{m: getattr(run, m) for m in METRICS}, "events_offered": run.events_offered,
                          "wall_s": time.perf_counter() - started})
     return pd.DataFrame(rows)
-
-
-def record(runs: pd.DataFrame, model, tracking_uri: str, experiment: str,
-           name: str = "reproduce-sousa-placement") -> str:
-    """A finished parent run of kind `placement-reproduction` holding the model's settings and the per-run table."""
-    parent = open_parent(tracking_uri, experiment, timestamped(name),
-                         {"kind": "placement-reproduction"}, {f"model.{k}": v for k, v in asdict(model).items()})
-    client = MlflowClient(tracking_uri)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "runs.csv"
-        runs.to_csv(path, index=False)
-        client.log_artifact(parent, str(path))
-    client.set_terminated(parent, "FINISHED")
-    return parent
 
 
 def _interval(values) -> str:
@@ -230,40 +212,20 @@ def page(runs: pd.DataFrame, model: PlacementModel, provenance: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m studies.sousa_placement", description=__doc__.split("\n\n")[0])
-    p.add_argument("--reps", type=int, default=30)
+    p = parser("python -m studies.sousa_placement", __doc__, reps=30)
     p.add_argument("--fit", action="store_true", help="fit the worker's CPU per event on the baseline first")
-    p.add_argument("--page-only", action="store_true", help="write the page from the kept per-run table")
-    p.add_argument("--tracking-uri", default=None)
-    p.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
     args = p.parse_args(argv)
     if args.reps < 2:
         p.error("--reps must be at least 2 (intervals need two seeds)")
     model = PlacementModel()
-    if args.page_only:
-        if not RECORD.exists():
-            print(f"error: {RECORD} does not exist; run without --page-only first", file=sys.stderr)
-            return 2
-        runs = pd.read_csv(RECORD, dtype={"thesis_scenario": str, "mlflow_parent": str}, keep_default_na=False)
-        model = PlacementModel(**{f: type(getattr(model, f))(runs[f"model.{f}"].iloc[0]) for f in asdict(model)})
-        provenance = (f"MLflow parent run `{runs['mlflow_parent'].iloc[0]}` ({runs['date'].iloc[0]}), read from the "
-                      f"kept table {RECORD}.")
-    else:
-        if args.fit:
-            model = replace(model, service_ms=fit_service_ms())
-            print(f"fitted worker CPU per event: {model.service_ms} ms (set PlacementModel.service_ms to it)")
-        runs = run_matrix(args.reps, model)
-        parent = record(runs, model, args.tracking_uri or default_tracking_uri(), args.experiment)
-        kept = runs.assign(mlflow_parent=parent, date=time.strftime("%Y-%m-%d"),
-                           **{f"model.{k}": v for k, v in asdict(model).items()})
-        RECORD.parent.mkdir(parents=True, exist_ok=True)
-        kept.to_csv(RECORD, index=False, float_format="%.6g")
-        provenance = f"MLflow parent run `{parent}` ({time.strftime('%Y-%m-%d')})."
-    text = page(runs, model, provenance)
-    figure(runs, FIGURE)
-    PAGE.write_text(text)
-    print(text)
-    print(f"written to {PAGE}")
+    if args.fit and not args.page_only:
+        model = replace(model, service_ms=fit_service_ms())
+        print(f"fitted worker CPU per event: {model.service_ms} ms (set PlacementModel.service_ms to it)")
+    found = runs_and_provenance(args, RECORD, model, "reproduce-sousa-placement", run_matrix, ("thesis_scenario",))
+    if found is None:
+        return 2
+    runs, model, provenance = found
+    write_page(page(runs, model, provenance), PAGE, figure, runs, FIGURE)
     return 0
 
 
