@@ -70,3 +70,33 @@ def write_page(text: str, page: Path, draw: Callable[[pd.DataFrame, Path], Path]
     page.write_text(text)
     print(text)
     print(f"written to {page}")
+
+
+def grouped_bars(path: Path, groups: list[str], series: dict[str, list[Any]], ylabel: str, title: str,
+                 log: bool = False, scale: float = 1.0) -> Path:
+    """One bar per (group, series) at the series' Interval mean, its 95 % interval as the error bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.8 * len(groups) * len(series)), 4.5))
+    width = 0.8 / len(series)
+    for k, (label, cells) in enumerate(series.items()):
+        x = np.arange(len(groups)) + (k - (len(series) - 1) / 2) * width
+        means = np.array([c.mean for c in cells]) * scale
+        err = np.array([[c.mean - c.low for c in cells], [c.high - c.mean for c in cells]]) * scale
+        ax.bar(x, means, width, yerr=err, capsize=2, label=label)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(np.arange(len(groups)), groups, rotation=25 if len(groups) > 5 else 0,
+                  ha="right" if len(groups) > 5 else "center", fontsize=8)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path

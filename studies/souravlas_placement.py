@@ -19,13 +19,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from analysis.stats import bootstrap_mean
 from controllers.placement import build_placement
 from simulator.task_migration import TaskCluster, simulate_tasks
-from studies.model_study import parser, runs_and_provenance, write_page
+from studies.model_study import grouped_bars, parser, runs_and_provenance, write_page
 from studies.sousa_placement import _reduction
 
 SIZES = (1, 5, 10, 20)  # sub-clusters of 5: 5, 25, 50, 100 nodes (the paper's figures 4-7)
@@ -53,29 +52,11 @@ def run_matrix(reps: int, cluster: TaskCluster) -> pd.DataFrame:
 
 def figure(runs: pd.DataFrame, path: Path) -> Path:
     """The nodes' load spread per cluster size and scenario (mean and 95 % interval over seeds)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4))
     sizes = sorted(runs["nodes"].unique())
-    width = 0.8 / len(SCENARIOS)
-    for k, (scenario, _) in enumerate(SCENARIOS):
-        cells = [bootstrap_mean(runs[(runs.nodes == n) & (runs.scenario == scenario)]["load_std_mean"].tolist())
-                 for n in sizes]
-        x = np.arange(len(sizes)) + (k - (len(SCENARIOS) - 1) / 2) * width
-        ax.bar(x, [c.mean for c in cells], width, label=scenario,
-               yerr=[[c.mean - c.low for c in cells], [c.high - c.mean for c in cells]], capsize=2)
-    ax.set_xticks(np.arange(len(sizes)), [f"{n} nodes" for n in sizes])
-    ax.set_ylabel("std of the nodes' utilisation")
-    ax.set_title("Load balance under one degraded node at a time (placement model)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    series = {scenario: [bootstrap_mean(runs[(runs.nodes == n) & (runs.scenario == scenario)]
+                                        ["load_std_mean"].tolist()) for n in sizes] for scenario, _ in SCENARIOS}
+    return grouped_bars(path, [f"{n} nodes" for n in sizes], series, "std of the nodes' utilisation",
+                        "Load balance under one degraded node at a time (placement model)")
 
 
 def page(runs: pd.DataFrame, cluster: TaskCluster, provenance: str) -> str:

@@ -25,7 +25,7 @@ import pandas as pd
 from analysis.stats import BOOTSTRAP_RESAMPLES, Interval, bootstrap_mean
 from controllers.placement import build_placement
 from simulator.placement import PlacementModel, simulate, sousa_stable, sousa_variable
-from studies.model_study import parser, runs_and_provenance, write_page
+from studies.model_study import grouped_bars, parser, runs_and_provenance, write_page
 
 THESIS_BASE_FAST_P99_S = 4.819  # Fig. 4.14: no scheduling, variable load, fast replica, mean of p99
 UNLIMITED = 26  # every replica may move in one round
@@ -115,32 +115,13 @@ def _verdict(cuts: list[Interval], thesis_smallest: float) -> str:
 def figure(runs: pd.DataFrame, path: Path) -> Path:
     """Per scenario of the variable load, the fast and the slow replica's p99 (mean and 95 % interval over seeds), on
     a log scale: the no-scheduling baseline is seconds, the moved replicas milliseconds."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     variable = runs[runs.load == "variable"]
     names = list(dict.fromkeys(variable["scenario"]))
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    width = 0.38
-    for k, (column, label) in enumerate((("latency_fast_p99_s", "fast replica p99"),
-                                         ("latency_slow_p99_s", "slow replica p99"))):
-        cells = [bootstrap_mean(variable[variable.scenario == n][column].tolist()) for n in names]
-        x = np.arange(len(names)) + (k - 0.5) * width
-        means = np.array([c.mean for c in cells]) * 1000
-        err = np.array([[c.mean - c.low for c in cells], [c.high - c.mean for c in cells]]) * 1000
-        ax.bar(x, means, width, yerr=err, capsize=3, label=label)
-    ax.set_yscale("log")
-    ax.set_ylabel("ms (log scale)")
-    ax.set_xticks(np.arange(len(names)), names, rotation=25, ha="right", fontsize=8)
-    ax.set_title("Sousa's scenario matrix, variable load, in the placement model")
-    ax.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    series = {label: [bootstrap_mean(variable[variable.scenario == n][column].tolist()) for n in names]
+              for column, label in (("latency_fast_p99_s", "fast replica p99"),
+                                    ("latency_slow_p99_s", "slow replica p99"))}
+    return grouped_bars(path, names, series, "ms (log scale)",
+                        "Sousa's scenario matrix, variable load, in the placement model", log=True, scale=1000)
 
 
 def page(runs: pd.DataFrame, model: PlacementModel, provenance: str) -> str:
