@@ -20,7 +20,7 @@ def test_key_groups_move_between_partitions_live_and_nothing_is_lost(tracking_ur
                         "streams:\n- {name: s, profile: constant, params: {rate: 1500}}\n")
     proc = run_cli(["--controller", "scripted", "--param", "initial_degree=1",
                     "--param", "changes={6: {aggregate: 3}}", "--workload", str(workload),
-                    "--placement", "sousa-random", "--placement-param", "round_s=4",
+                    "--placement", "sousa-random", "--placement-param", "round_s=2",
                     "--placement-param", "seed=3", "--key-groups", "16",
                     "--tracking-uri", tracking_uri, "--experiment", "it-placement",
                     "--output-dir", str(tmp_path / "job"), "--quiet"])
@@ -28,8 +28,8 @@ def test_key_groups_move_between_partitions_live_and_nothing_is_lost(tracking_ur
     [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("it-placement").experiment_id])
     m = run.data.metrics
     assert run.info.status == "FINISHED" and m["records_lost"] == 0 and m["records_duplicated"] == 0
-    assert run.data.tags["placement"] == "sousa-random:round_s=4,seed=3"
-    assert run.data.tags["config"].endswith("+sousa-random:round_s=4,seed=3")
+    assert run.data.tags["placement"] == "sousa-random:round_s=2,seed=3"
+    assert run.data.tags["config"].endswith("+sousa-random:round_s=2,seed=3")
     assert run.data.params["placement.key_groups"] == "16"
     log = [json.loads(line) for line in open(download_artifacts(
         run_id=run.info.run_id, artifact_path="placement.jsonl", tracking_uri=tracking_uri))]
