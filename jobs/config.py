@@ -50,6 +50,7 @@ class RunConfig:
     trigger_s: float = RUN_SETTINGS["trigger_s"].default
     max_degree: int = RUN_SETTINGS["max_degree"].default
     source_partitions: int = RUN_SETTINGS["source_partitions"].default
+    max_events_per_batch: int = RUN_SETTINGS["max_events_per_batch"].default
     topology: str | None = "default"
     # operators at the same degree with no shuffle between them share a stage (jobs.operators.chains)
     chain_operators: bool = True

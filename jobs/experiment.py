@@ -173,14 +173,16 @@ def key_group_routing(spark, config: RunConfig, controller: controllers.Controll
 def start_query(spark, config: RunConfig, schedule_state: str, processor: BatchProcessor, output: Path,
                 run_id: str):
     """The streaming query: the replay source into the batch function, on the run's trigger, checkpointed."""
-    stream = (
+    reader = (
         spark.readStream.format("workload_replay")
         .option("spec", config.spec.to_json())
         .option("schedule_state", schedule_state)
         .option("anchor_file", str(output / "anchor.json"))
         .option("partitions", str(config.source_partitions))
-        .load()
     )
+    if config.max_events_per_batch:  # Spark's admission control: the source reads at most this many per batch
+        reader = reader.option("max_events_per_batch", str(config.max_events_per_batch))
+    stream = reader.load()
     query = (
         stream.writeStream.foreachBatch(processor)
         .trigger(processingTime=f"{config.trigger_s} seconds")

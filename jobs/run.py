@@ -82,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("slo_latency_s", "slo_target"):
         _setting(s, name)
     s.add_argument("--master", default=None, help="Spark master (default local[4]; under spark-submit: its --master)")
-    for name in ("trigger_s", "source_partitions", "lead_in_s", "drain_timeout_s", "ledger_window_batches"):
+    for name in ("trigger_s", "source_partitions", "max_events_per_batch", "lead_in_s", "drain_timeout_s",
+                 "ledger_window_batches"):
         _setting(s, name)
     s.add_argument("--no-chaining", dest="chain_operators", action="store_false",
                    help="give every operator its own stage, even where a shuffle would change nothing (by default "
@@ -209,7 +210,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         duration_s=args.duration,
         seed=args.seed, slo_latency_s=args.slo_latency_s, slo_target=args.slo_target,
         master=args.master or (None if _under_spark_submit() else "local[4]"), trigger_s=args.trigger_s,
-        max_degree=args.max_degree, source_partitions=args.source_partitions, topology=args.topology,
+        max_degree=args.max_degree, source_partitions=args.source_partitions,
+        max_events_per_batch=args.max_events_per_batch, topology=args.topology,
         chain_operators=args.chain_operators,
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,

@@ -16,6 +16,9 @@ RUN_SETTINGS: dict[str, Param] = {
     "trigger_s": Param(float, 2.0, "micro-batch trigger interval, seconds", minimum=0.0, open_minimum=True),
     "max_degree": Param(int, 8, "largest degree of any operator (also spark.sql.shuffle.partitions)", minimum=1),
     "source_partitions": Param(int, 2, "read tasks per micro-batch", minimum=1),
+    "max_events_per_batch": Param(int, 0, "admission cap: at most this many events read per micro-batch, the rest "
+                                  "wait for the next (Kafka's maxOffsetsPerTrigger); 0 reads everything due",
+                                  minimum=0),
     "lead_in_s": Param(float, 1.0, "seconds between the query's start and the first event", minimum=0.0),
     "drain_timeout_s": Param(float, 60.0, "seconds to keep processing backlog after the schedule ends", minimum=0.0),
     "key_groups": Param(int, 128, "key groups the keyed operator's keys are hashed into, the unit a placement "

@@ -65,6 +65,7 @@ def record_configuration(recorder: RunRecorder, config: RunConfig, controller: C
         "slo.latency_s": config.slo_latency_s, "slo.target": config.slo_target,
         "trigger_s": config.trigger_s, "max_degree": config.max_degree,
         "source_partitions": config.source_partitions, "chain_operators": config.chain_operators,
+        "max_events_per_batch": config.max_events_per_batch,
         "spark.master": config.master or "(spark-submit)",
         **{f"spark.conf.{k}": v for k, v in spark_settings(config, controller_settings).items()},
         "ledger_window_batches": config.ledger_window_batches,

@@ -52,6 +52,7 @@ def run_main(argv, capsys):
         (["--controller", "static", "--placement", "souravlas", "--placement-param", "sub_cluster_size=1"],
          "sub_cluster_size must be at least 2: a sub-cluster of one partition has no target"),
         (["--controller", "static", "--key-groups", "0"], "--key-groups must be >= 1, got 0"),
+        (["--controller", "static", "--max-events-per-batch", "-1"], "--max-events-per-batch must be >= 0, got -1"),
         (["--controller", "static", "--placement-param", "sensitivity=0.5"],
          "--placement-param given without --placement"),
     ],
