@@ -33,7 +33,7 @@ from workloads import WorkloadError, load_workload
 SUITE_SETTINGS: dict[str, Param] = {
     "duration_s": Param(float, None, "seconds of workload per run (default: the workload's own length)",
                         minimum=0.0, open_minimum=True),
-    **{key: RUN_SETTINGS[key] for key in ("slo_latency_s", "slo_target")},
+    **{key: RUN_SETTINGS[key] for key in ("slo_latency_s", "slo_target", "max_events_per_batch")},
 }
 # what a request (DAG params, a suite file) may hold; include_oracle adds the oracle calibrated on this store's
 # latest calibration (analysis.orchestration.with_oracle), so every run gets its cost and regret against the oracle
@@ -104,6 +104,8 @@ class Case:
             args += ["--duration", str(request.duration_s)]
         if request.topology != "default":
             args += ["--topology", request.topology]
+        if request.max_events_per_batch:
+            args += ["--max-events-per-batch", str(request.max_events_per_batch)]
         for p in params:
             args += ["--param", p]
         if placement is not None:
@@ -126,6 +128,7 @@ class SuiteRequest:
     duration_s: float | None = SUITE_SETTINGS["duration_s"].default
     slo_latency_s: float = SUITE_SETTINGS["slo_latency_s"].default
     slo_target: float = SUITE_SETTINGS["slo_target"].default
+    max_events_per_batch: int = SUITE_SETTINGS["max_events_per_batch"].default  # the source's admission cap; 0: none
     tolerance: dict[str, float] | None = None  # for regression checks: relative worsening allowed per metric
     topology: str = "default"  # a named topology (jobs.topology.NAMED_TOPOLOGIES) or a YAML file
     stop_when_slo_unreachable: bool = False  # tuning's confirmation: prune runs that can no longer meet the target
@@ -213,7 +216,8 @@ class SuiteRequest:
         if problems:
             raise SuiteError("\n".join(problems))
         return cls(tuple(variants), tuple(workloads), tuple(seeds), numbers["duration_s"], numbers["slo_latency_s"],
-                   numbers["slo_target"], tolerance, topology=str(topology), include_oracle=include_oracle)
+                   numbers["slo_target"], numbers["max_events_per_batch"], tolerance, topology=str(topology),
+                   include_oracle=include_oracle)
 
     @classmethod
     def from_file(cls, path: Path) -> "SuiteRequest":

@@ -184,3 +184,16 @@ def test_a_suite_names_its_topology_and_an_unknown_one_is_refused():
         SuiteRequest.from_mapping({"controllers": ["static"], "workloads": ["step"], "seeds": [1],
                                    "topology": "nope"}, "s.yaml")
     assert SuiteRequest.from_file(REPO_ROOT / "suites" / "placement.yaml").topology == "keyed-heavy"
+
+
+def test_a_suite_may_cap_what_a_batch_reads_and_a_negative_cap_is_refused():
+    request = SuiteRequest.from_mapping({"controllers": ["ds2"], "workloads": ["step"], "seeds": [1],
+                                         "max_events_per_batch": 30000}, "s.yaml")
+    args = request.cases()[0].run_args(request, experiment="e", tracking_uri="u", parent_run_id="p")
+    assert args[args.index("--max-events-per-batch") + 1] == "30000"
+    default = SuiteRequest.from_mapping({"controllers": ["ds2"], "workloads": ["step"], "seeds": [1]}, "s.yaml")
+    assert "--max-events-per-batch" not in default.cases()[0].run_args(default, experiment="e", tracking_uri="u",
+                                                                      parent_run_id="p")
+    with pytest.raises(SuiteError, match="max_events_per_batch: must be >= 0"):
+        SuiteRequest.from_mapping({"controllers": ["ds2"], "workloads": ["step"], "seeds": [1],
+                                   "max_events_per_batch": -5}, "s.yaml")
