@@ -15,9 +15,8 @@ pytestmark = pytest.mark.spark
 def test_key_groups_move_between_partitions_live_and_nothing_is_lost(tracking_uri, mlflow_client, tmp_path):
     workload = tmp_path / "w.yaml"
     # skewed keys whose hot set moves every 8 s: partitions' loads differ and change
-    workload.write_text("name: skew-it\nduration_s: 24\nseed: 5\n"
-                        "keys: {count: 500, distribution: zipf, zipf_s: 1.2, hot_key_drift_s: 8}\n"
-                        "streams:\n- {name: s, profile: constant, params: {rate: 1500}}\n")
+    workload.write_text("name: skew-it\nduration_s: 24\nseed: 5\nprofile: constant\nparams: {rate: 1500}\n"
+                        "keys: {count: 500, distribution: zipf, zipf_s: 1.2, hot_key_drift_s: 8}\n")
     proc = run_cli(["--controller", "scripted", "--param", "initial_degree=1",
                     "--param", "changes={6: {aggregate: 3}}", "--workload", str(workload),
                     "--placement", "sousa-random", "--placement-param", "round_s=2",
