@@ -126,7 +126,6 @@ class Souravlas(PlacementController):
 
     def __init__(self, params=None):
         super().__init__(params)
-        self._busy: list[float] = []
         self._span = 0.0
         self._window_start: float | None = None
         self._usage: dict[int, float] = {}
