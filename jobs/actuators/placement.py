@@ -106,11 +106,3 @@ def placement_snapshot(stats: Mapping[str, Mapping[int, Sequence[float]]], assig
         share = busy * records / partition_records if partition_records else 0.0
         usage[g] = (float(records), share, float(state_rows * PARTIAL_BYTES), float(records * RECORD_BYTES))
     return PlacementSnapshot(time_s, interval_s, tuple(assignment), degree, latency, usage)
-
-
-def partition_loads(assignment: Sequence[int], records: Mapping[int, float], degree: int) -> list[float]:
-    """Records per partition under `assignment` (for the record and tests)."""
-    out = [0.0] * degree
-    for group, partition in enumerate(assignment):
-        out[partition] += records.get(group, 0.0)
-    return out
