@@ -47,6 +47,10 @@ from elastic_streaming import (OWNER, analyse_promote_close, experiment_name, ru
         "duration_s": Param(60, type="number", exclusiveMinimum=0, description="seconds of workload per run"),
         "slo_latency_s": run_setting_param("slo_latency_s"),  # declared once, in params/run.py
         "slo_target": run_setting_param("slo_target"),
+        "max_events_per_batch": run_setting_param("max_events_per_batch"),
+        "topology": Param("default", type="string", minLength=1,
+                          description="the benchmark topology's operator costs: default, zero-cost, seep-mu5, "
+                                      "seep-mu10, keyed-heavy, or a YAML file on the workers"),
         "spark_conn_id": Param("spark_default", type="string", minLength=1,
                                description="Airflow connection of the Spark master (local[N] or spark://host:port)"),
         "include_champions": Param(True, type="boolean", description="add each workload's champion to the runs"),
@@ -56,7 +60,8 @@ from elastic_streaming import (OWNER, analyse_promote_close, experiment_name, ru
                                             "the oracle"),
         "suite": Param("", type="string",
                        description="a suite file (e.g. suites/bursty.yaml): its configurations, workloads, seeds, "
-                                   "duration, SLO and include_oracle replace the fields above"),
+                                   "duration, SLO, admission cap, topology and include_oracle replace the fields "
+                                   "above"),
         "promote": Param(True, type="boolean", description="apply the champion/challenger rule afterwards"),
     },
 )
@@ -75,6 +80,7 @@ def elastic_experiment():
                 request.update({"controllers": list(suite.variants), "workloads": list(suite.workloads),
                                 "seeds": list(suite.seeds), "duration_s": suite.duration_s,
                                 "slo_latency_s": suite.slo_latency_s, "slo_target": suite.slo_target,
+                                "max_events_per_batch": suite.max_events_per_batch, "topology": suite.topology,
                                 "include_oracle": suite.include_oracle})
             else:
                 suite = SuiteRequest.from_mapping({k: params[k] for k in REQUEST_FIELDS})
