@@ -19,6 +19,7 @@ import warnings
 import pandas as pd
 
 from analysis.runs import load_runs
+from analysis.suite import split_placement
 from analysis.stats import bootstrap_mean
 from jobs.recording.recorder import default_tracking_uri
 
@@ -28,14 +29,9 @@ METRICS = {"keyed_max_task_s_mean": "slowest task", "latency_p99_s": "p99 latenc
 
 
 def split_label(config: str) -> tuple[str, str | None]:
-    """'static:degrees={aggregate: 4}+sousa' -> ('static:degrees={aggregate: 4}', 'sousa')."""
-    depth = 0
-    for i, ch in enumerate(config):
-        depth += ch == "{"
-        depth -= ch == "}"
-        if ch == "+" and depth == 0:
-            return config[:i], config[i + 1:]
-    return config, None
+    """'static:degrees={aggregate: 4}+sousa' -> ('static:degrees={aggregate: 4}', 'sousa'): a run's configuration
+    label read as the suite wrote it (analysis.suite.split_placement)."""
+    return split_placement(config)
 
 
 def goals(runs: pd.DataFrame) -> list[str]:

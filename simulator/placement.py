@@ -129,9 +129,9 @@ class PlacementRun:
     decisions: list[str]
 
 
-def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
     """The thesis's p99 is the k-th smallest event latency, k = floor(0.99 (n + 1)): on weighted ticks, the value
-    below which a share q of the events' weight lies."""
+    below which a share q of the events' weight lies (both placement models use it)."""
     keep = weights > 0
     values, weights = values[keep], weights[keep]
     if not len(values):
@@ -222,7 +222,7 @@ def simulate(workload: PlacementWorkload, controller: PlacementController | None
     fast, slow, w = np.concatenate(fast_lat), np.concatenate(slow_lat), np.concatenate(weights)
     total = w.sum()
     return PlacementRun(
-        latency_fast_mean_s=float((fast * w).sum() / total), latency_fast_p99_s=_weighted_quantile(fast, w, 0.99),
-        latency_slow_mean_s=float((slow * w).sum() / total), latency_slow_p99_s=_weighted_quantile(slow, w, 0.99),
+        latency_fast_mean_s=float((fast * w).sum() / total), latency_fast_p99_s=weighted_quantile(fast, w, 0.99),
+        latency_slow_mean_s=float((slow * w).sum() / total), latency_slow_p99_s=weighted_quantile(slow, w, 0.99),
         events_processed=float(processed.reshape(workers, 2).max(axis=1).sum()), events_offered=offered,
         migrations=migrations, decisions=decisions)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from controllers.placement import PlacementController, PlacementSnapshot
+from simulator.placement import weighted_quantile
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,6 @@ class TaskRun:
     latency_mean_s: float
     latency_p99_s: float
     migrations: int
-
-
-def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    order = np.argsort(values)
-    cum = np.cumsum(weights[order])
-    return float(values[order][np.searchsorted(cum, q * cum[-1])]) if cum[-1] > 0 else float("nan")
 
 
 def initial_placement(cluster: TaskCluster) -> np.ndarray:
@@ -132,4 +127,4 @@ def simulate_tasks(cluster: TaskCluster, controller: PlacementController | None,
         busy[:] = 0.0
     lat_all, w_all = np.concatenate(lat), np.concatenate(weights)
     return TaskRun(load_std_mean=float(np.mean(stds)), latency_mean_s=float((lat_all * w_all).sum() / w_all.sum()),
-                   latency_p99_s=_weighted_quantile(lat_all, w_all, 0.99), migrations=migrations)
+                   latency_p99_s=weighted_quantile(lat_all, w_all, 0.99), migrations=migrations)
