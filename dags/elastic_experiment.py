@@ -83,7 +83,7 @@ def elastic_experiment():
                                 "max_events_per_batch": suite.max_events_per_batch, "topology": suite.topology,
                                 "include_oracle": suite.include_oracle})
             else:
-                suite = SuiteRequest.from_mapping({k: params[k] for k in REQUEST_FIELDS})
+                suite = SuiteRequest.from_mapping({k: params[k] for k in REQUEST_FIELDS if k in params})
             with_oracle(suite, tracking_uri())  # a calibration for the oracle must exist before anything runs
         except SuiteError as exc:
             problems.append(str(exc))
