@@ -12,7 +12,8 @@ from jobs.recording.liveness import reap_dead_runs
 SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "cost_executor_core_seconds", "latency_p50_s",
                    "latency_p95_s", "latency_p99_s", "latency_max_s", "scaling_actions", "oscillations",
                    "backlog_integral_event_s", "batch_start_actions", "records_in", "records_out", "records_lost",
-                   "records_duplicated", "keyed_max_task_s_mean", "keyed_max_task_s_p95", "placement_moves",
+                   "records_duplicated", "keyed_max_task_s_mean", "keyed_max_task_s_p95", "keyed_balanced_task_s_mean",
+                   "placement_moves",
                    "reconfiguration_delay_batches_mean", "infeasible_decisions", "executors_mean",
                    # the decision ledger (controllers/ledger.py)
                    "ledger_actions", "ledger_predicted_actions", "ledger_arrival_error_median_abs",

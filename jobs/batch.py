@@ -214,7 +214,8 @@ class BatchProcessor:
                                    "partition_busy_s": list(snapshot.latency_s)})
         busy = [b for b in snapshot.latency_s if b > 0]
         return {"placement_moves": len(moved), "slowest_partition_s": max(busy, default=0.0),
-                "partition_busy_mean_s": sum(busy) / len(busy) if busy else 0.0}
+                "partition_busy_mean_s": sum(busy) / len(busy) if busy else 0.0,
+                "balanced_partition_s": snapshot.balanced_busy_s()}
 
     def _observed(self, row: dict[str, Any], observed: dict[str, int]) -> None:
         """The number of tasks Spark ran for each operator's stage: the degree actually in force."""

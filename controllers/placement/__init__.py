@@ -4,9 +4,10 @@ Pure decision logic like the parallelism controllers (no Spark, MLflow or I/O im
 each an adaptation of a system that placed other things (operator replicas on VMs; Storm tasks on nodes):
   sousa, sousa-random  Sousa 2014, latency-variation migration and its random baseline (sousa.py)
   souravlas            Souravlas et al. 2021, fair shares in one-to-one steps (souravlas.py, stepwise.py)
-Without one, a keyed operator keeps Spark's hash placement: the thesis's "no scheduling" baseline.
+  hash                 no scheduling, the thesis's baseline, with the same key-group table and records (hash.py)
+Without any, a keyed operator keeps Spark's hash placement and no key-group figures are collected.
 """
-from controllers.placement import souravlas, sousa  # noqa: F401  (registration)
+from controllers.placement import hash, souravlas, sousa  # noqa: F401  (registration)
 from controllers.placement.base import PlacementController, build_placement, describe_placement, registered
 from controllers.placement.types import RESOURCES, Move, PlacementDecision, PlacementSnapshot
 

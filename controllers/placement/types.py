@@ -72,6 +72,17 @@ class PlacementSnapshot:
                 totals[partition][k] += value
         return [tuple(t) for t in totals]
 
+    def balanced_busy_s(self) -> float:
+        """The slowest partition's task time had this period's key groups been placed to balance it (longest
+        processing time first onto the least loaded partition, within 4/3 of the best placement): what a placement
+        controller that knew the period in advance could reach; a group's task time is its share of its partition's
+        (RESOURCES' busy_s). Moving groups cannot go below the largest group's time nor below the mean."""
+        busy = RESOURCES.index("busy_s")
+        loads = [0.0] * self.partitions
+        for time_s in sorted((self.key_group_usage(g)[busy] for g in range(self.key_groups)), reverse=True):
+            loads[loads.index(min(loads))] += time_s
+        return max(loads, default=0.0)
+
 
 @dataclass(frozen=True)
 class Move:

@@ -169,6 +169,10 @@ def summarise(
         # the keyed operator's slowest task per batch: what skew costs, and what placement controllers cut
         summary["keyed_max_task_s_mean"] = float(batches[column].mean())
         summary["keyed_max_task_s_p95"] = float(batches[column].quantile(0.95))
+    if "balanced_partition_s" in batches.columns and len(batches):
+        # what a placement balanced in hindsight, batch by batch, would have made the slowest keyed task: the bound
+        # a placement controller works against (PlacementSnapshot.balanced_busy_s)
+        summary["keyed_balanced_task_s_mean"] = float(batches["balanced_partition_s"].mean())
     if "executors" in batches.columns and len(batches):
         summary["executors_mean"] = float(batches["executors"].mean())
         summary["executors_max"] = float(batches["executors"].max())

@@ -27,3 +27,14 @@ def test_cuts_are_per_seed_against_the_hash_run_it_extends_and_lost_records_fail
             f"{HASH} — goal >= 40% each, 0 lost/dup met") in text
     assert f"{HASH}+souravlas: slowest task cut 30 [10, 50] %" in text and text.count("MISSED") == 1
     assert "placement configurations meeting the goal: 1 of 2" in text
+
+
+def test_the_hash_controller_is_the_baseline_and_its_bound_says_what_any_placement_could_cut():
+    table = runs([(HASH + "+hash", 1, 1.0, 4.0, 0, 0), (HASH + "+hash", 2, 2.0, 4.0, 0, 0),
+                  (HASH + "+sousa", 1, 0.8, 4.0, 3, 0), (HASH + "+sousa", 2, 1.6, 4.0, 3, 0)])
+    table["keyed_balanced_task_s_mean"] = [0.75, 1.5, 0.7, 1.4]
+    text = "\n".join(goals(table))
+    assert f"under hash placement ({HASH}): a placement balanced in hindsight, batch by batch, would have cut " \
+           "the slowest task by 25 [25, 25] %" in text
+    assert f"{HASH}+sousa: slowest task cut 20 [20, 20] %, p99 latency cut 0 [0, 0] % against {HASH}" in text
+    assert "placement configurations meeting the goal: 0 of 1" in text
