@@ -18,7 +18,11 @@ What it models, per tick of `dt_s` (fluid):
     over (1 - utilisation), capped, plus the backlog; a task being migrated processes nothing, its events wait for the
     rest of the migration, which lasts `migration_base_s` + `migration_per_task_s` per task moved in the same step
     (the paper: migrations last 10 to 100 s);
-  - the controller sees a report every `report_s` (the paper samples every 5 s): each task's load as its busy time.
+  - the controller sees a report every `report_s` (the paper samples every 5 s): each task's load as its busy time;
+  - how a migration stops the dataflow (`pause`, for the paper's baselines, Shukla and Simmhan, ICDCS 2018): "none"
+    (the paper's scheme: only the moved tasks stop), "capture" (CCR: the source's sub-cluster stops for
+    `checkpoint_s` while the checkpoint is taken; its arrivals wait at the sources) or "drain" (DCR: the sources
+    stop, the sub-cluster drains what is in flight, then the checkpoint; arrivals wait for both).
 Metrics: the standard deviation of the nodes' utilisation, averaged over the reports (the paper's load-balancing
 measure), and the event-weighted mean and p99 latency.
 """
@@ -46,6 +50,7 @@ class TaskCluster:
     migration_base_s: float = 10.0
     migration_per_task_s: float = 2.0
     service_s: float = 0.01
+    checkpoint_s: float = 5.0  # a baseline's checkpoint under a paused sub-cluster (the timeout; not given)
     duration_s: float = 600.0
     dt_s: float = 1.0
     report_s: float = 5.0
@@ -75,8 +80,15 @@ def initial_placement(cluster: TaskCluster) -> np.ndarray:
     return np.concatenate([local + s * n for s in range(cluster.sub_clusters)])
 
 
-def simulate_tasks(cluster: TaskCluster, controller: PlacementController | None, seed: int) -> TaskRun:
-    """One run; `controller` None keeps the initial placement (no migration)."""
+PAUSES = ("none", "capture", "drain")
+
+
+def simulate_tasks(cluster: TaskCluster, controller: PlacementController | None, seed: int,
+                   pause: str = "none") -> TaskRun:
+    """One run; `controller` None keeps the initial placement (no migration); `pause` how a migration stops the
+    dataflow of the sub-clusters it touches (PAUSES, the module's docstring)."""
+    if pause not in PAUSES:
+        raise ValueError(f"pause {pause!r}: expected one of {', '.join(PAUSES)}")
     rng = np.random.default_rng(seed)
     node = initial_placement(cluster)
     tasks = len(node)
@@ -88,6 +100,9 @@ def simulate_tasks(cluster: TaskCluster, controller: PlacementController | None,
     target = node.copy()
     per_report = int(round(cluster.report_s / cluster.dt_s))
     busy = np.zeros(tasks)
+    sub_of_node = np.arange(cluster.nodes) // cluster.nodes_per_sub_cluster
+    paused_until = np.zeros(cluster.sub_clusters)  # a sub-cluster's sources hold their arrivals until then
+    held = np.zeros(cluster.nodes)  # work that arrived at the sources of a paused sub-cluster, per node
     stds, lat, weights = [], [], []
     migrations = 0
     ticks = int(round(cluster.duration_s / cluster.dt_s))
@@ -103,12 +118,20 @@ def simulate_tasks(cluster: TaskCluster, controller: PlacementController | None,
         arriving_at[landed] = -1.0
         moving = arriving_at >= 0
         util = np.bincount(node[~moving], weights=load[~moving], minlength=cluster.nodes)
-        backlog = np.maximum(0.0, backlog + (util - 1.0) * cluster.dt_s)
-        node_latency = cluster.service_s / (1.0 - np.minimum(util, 0.95)) + backlog
+        wait = np.maximum(0.0, paused_until[sub_of_node] - now)  # per node: how long its sources still hold
+        stopped = wait > 0
+        released = (held > 0) & ~stopped  # a pause just ended: what the sources held reaches the nodes
+        backlog[released] += held[released]
+        held[released] = 0.0
+        held[stopped] += util[stopped] * cluster.dt_s
+        draining = stopped & (pause == "drain")  # DCR's nodes finish what is in flight; CCR's stop with the sources
+        backlog = np.where(stopped, np.where(draining, np.maximum(0.0, backlog - cluster.dt_s), backlog),
+                           np.maximum(0.0, backlog + (util - 1.0) * cluster.dt_s))
+        node_latency = cluster.service_s / (1.0 - np.minimum(util, 0.95)) + backlog + wait
         task_latency = np.where(moving, arriving_at - now + node_latency[target], node_latency[node])
         lat.append(task_latency)
         weights.append(load * cluster.dt_s)
-        busy += np.where(moving, 0.0, load * cluster.dt_s)
+        busy += np.where(moving | stopped[node], 0.0, load * cluster.dt_s)
         if (tick + 1) % per_report:
             continue
         stds.append(float(util.std()))
@@ -120,6 +143,12 @@ def simulate_tasks(cluster: TaskCluster, controller: PlacementController | None,
             decision = controller.decide(snap)
             if decision.moves:
                 duration = cluster.migration_base_s + cluster.migration_per_task_s * len(decision.moves)
+                if pause != "none":
+                    touched = sorted({int(sub_of_node[m.source]) for m in decision.moves}
+                                     | {int(sub_of_node[m.target]) for m in decision.moves})
+                    for sub in touched:
+                        drain = float(backlog[sub_of_node == sub].max()) if pause == "drain" else 0.0
+                        paused_until[sub] = max(paused_until[sub], now + drain + cluster.checkpoint_s)
                 for move in decision.moves:
                     target[move.key_group] = move.target
                     arriving_at[move.key_group] = now + duration
