@@ -160,8 +160,9 @@ class RunConfig:
         """'sousa' or 'sousa:max_moves=2,sensitivity=0.25' (empty without a placement controller)."""
         if self.placement is None:
             return ""
-        settings = ",".join(f"{k}={v}" for k, v in sorted(self.placement_params.items()))
-        return f"{self.placement}:{settings}" if settings else self.placement
+        from controllers.placement import placement_label
+
+        return placement_label(self.placement, self.placement_params)
 
     def _check_service_level(self) -> None:
         """An SLO no event can meet is an error; a trigger interval longer than the bound is a warning (an event

@@ -14,6 +14,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from controllers import ControlLoop, RunContext, build_controller
+from controllers.placement import build_placement
+from simulator.key_groups import KeyedPlacement
 from simulator.plant import PlantConfig, simulate
 from workloads import Schedule
 
@@ -34,20 +36,31 @@ class SimulatedRun:
 def simulate_configuration(controller: str, params: Mapping[str, Any], schedule: Schedule, plant: PlantConfig, *,
                            slo_latency_s: float, slo_target: float = 0.95, duration_s: float | None = None,
                            knows_schedule: bool = False, judge_latency_s: float | None = None,
-                           noise_seed: int | Sequence[int] | None = None) -> SimulatedRun:
+                           noise_seed: int | Sequence[int] | None = None,
+                           placement: tuple[str, Mapping[str, Any]] | None = None, keyed_operator: str | None = None,
+                           key_groups: int = 128) -> SimulatedRun:
     """`controller` with `params` on the plant for the schedule's workload (its whole duration unless given).
 
     knows_schedule: bind the schedule into the controller's context, as a Spark run does for the oracle only.
     judge_latency_s: the latency an event must meet to count as on time (default: the SLO's); screening judges
     against less than the SLO the controller is given, as a margin for what the plant does not model.
-    noise_seed: one seeded noisy run of a plant with spreads (simulator.plant); None: the deterministic run."""
+    noise_seed: one seeded noisy run of a plant with spreads (simulator.plant); None: the deterministic run.
+    placement: (name, params) of a placement controller moving `keyed_operator`'s `key_groups` key groups
+    (simulator/key_groups.py), beside the parallelism controller as on Spark."""
     operators = tuple(op.name for op in plant.operators)
     ctl = build_controller(controller, params, operators, plant.max_degree)
     ctl.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=slo_latency_s, slo_target=slo_target,
                         max_degree=plant.max_degree, schedule=schedule if knows_schedule else None,
                         slots=plant.slots))
+    keyed = None
+    if placement is not None:
+        if keyed_operator not in operators:
+            raise ValueError(f"placement {placement[0]!r} needs the keyed operator among {operators}, got "
+                             f"{keyed_operator!r}")
+        name, settings = placement
+        keyed = KeyedPlacement(keyed_operator, key_groups, lambda: build_placement(name, settings))
     run = simulate(plant, schedule, ControlLoop(ctl), schedule.spec.duration_s if duration_s is None else duration_s,
-                   noise_seed=noise_seed)
+                   noise_seed=noise_seed, keyed=keyed)
     latencies = run.latencies()
     if latencies.size == 0:
         return SimulatedRun(run.slot_seconds, 1.0, 0.0, 0.0, 0, 0)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from controllers.cost_model import ArrivalSchedule, OperatorModel, operator_timi
 from controllers.loop import ControlLoop, DecisionRecord
 from controllers.types import OperatorMetrics, Snapshot
 from params.units import US
+
+if TYPE_CHECKING:
+    from simulator.key_groups import KeyedPlacement
 
 __all__ = ["ArrivalSchedule", "BatchRecord", "ConstantArrivals", "OperatorModel", "PlantConfig", "PlantRun", "chain",
            "operator_timing", "simulate"]
@@ -108,9 +111,11 @@ class _Noise:
 
 
 def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, duration_s: float,
-             noise_seed: int | Sequence[int] | None = None) -> PlantRun:
+             noise_seed: int | Sequence[int] | None = None, keyed: "KeyedPlacement | None" = None) -> PlantRun:
     """Run micro-batches until `duration_s` and every due event is processed, steering with `loop`; with a
-    `noise_seed` (and a config with spreads), one seeded noisy run (module docstring)."""
+    `noise_seed` (and a config with spreads), one seeded noisy run (module docstring); with `keyed`, its operator's
+    tasks get the records its key-group table sends them and its placement controller moves groups after each
+    batch (simulator/key_groups.py; the arrivals must then have keys: workloads.Schedule)."""
     names = tuple(op.name for op in config.operators)
     if names != loop.controller.operators:
         raise ValueError(f"controller operators {loop.controller.operators} do not match the plant's {names}")
@@ -136,9 +141,15 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
         records = n
         ops = []
         span_total = 0.0
+        if keyed is not None:
+            keyed.batch_started(degrees[keyed.operator])
         for op, factor in zip(config.operators, noise.services()):
-            span, busy = operator_timing(op, records, degrees[op.name], config.slots)
-            span, busy = span * factor, busy * factor
+            if keyed is not None and op.name == keyed.operator:
+                span, busy = keyed.timing(op, arrivals.keys(read, due), records, config.slots, factor, t,
+                                          t - prev_end)
+            else:
+                span, busy = operator_timing(op, records, degrees[op.name], config.slots)
+                span, busy = span * factor, busy * factor
             out = int(round(records * op.selectivity))
             ops.append(OperatorMetrics(op.name, degrees[op.name], records, out, busy, degrees[op.name],
                                        busy / degrees[op.name], span))
@@ -168,6 +179,8 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
         next_start = end if duration >= config.trigger_interval_s else t + config.trigger_interval_s
         slot_seconds += sum(degrees.values()) * (next_start - t)
         degrees = loop.step(snapshot)
+        if keyed is not None:
+            keyed.decide(end, end - prev_end)
         prev_end, due_at_prev_end = end, due_at_end
         t = next_start
         batch_id += 1

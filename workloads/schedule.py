@@ -249,15 +249,28 @@ class Schedule:
         if self._records is not None:  # the original rows, keyed by their machine
             return EventColumns(ids, arrivals, self._records.keys[first:stop],
                                 self._records.records.payload(self._records.rows[first:stop]), streams)
-        if len(self._keys) == 1:
-            keys = self._keys[0](ids, arrivals)
-        else:
-            keys = np.empty(len(ids), dtype=np.int32)
-            for s, sampler in enumerate(self._keys):
-                mask = streams == s
-                if mask.any():
-                    keys[mask] = sampler(ids[mask], arrivals[mask])
+        keys = self._sample_keys(ids, arrivals, streams)
         return EventColumns(ids, arrivals, keys, self._payload(ids.astype(np.uint64)), streams)
+
+    def keys(self, first: int, stop: int) -> np.ndarray:
+        """The keys of events [first, stop), as events() has them, without generating their payloads (the plant's
+        key groups need only the keys)."""
+        if not 0 <= first <= stop <= self.total_events:
+            raise IndexError(f"event range [{first}, {stop}) outside [0, {self.total_events})")
+        if self._records is not None:
+            return self._records.keys[first:stop]
+        arrivals, streams = self._times_and_streams(first, stop)
+        return self._sample_keys(np.arange(first, stop, dtype=np.int64), arrivals, streams)
+
+    def _sample_keys(self, ids: np.ndarray, arrivals: np.ndarray, streams: np.ndarray) -> np.ndarray:
+        if len(self._keys) == 1:
+            return self._keys[0](ids, arrivals)
+        keys = np.empty(len(ids), dtype=np.int32)
+        for s, sampler in enumerate(self._keys):
+            mask = streams == s
+            if mask.any():
+                keys[mask] = sampler(ids[mask], arrivals[mask])
+        return keys
 
     def _payload(self, uids: np.ndarray) -> np.ndarray:
         words = (self.spec.payload_bytes + 7) // 8

@@ -70,14 +70,17 @@ def cmd_screen(args) -> int:
         raise SpaceError(f"--recheck-draws must be >= 0 (0: no recheck), got {args.recheck_draws}")
     spec = load_workload(args.workload)
     schedules = [Schedule(spec.with_overrides(duration_s=args.duration, seed=seed)) for seed in seeds]
-    operators = load_topology(args.topology).names
+    topology = load_topology(args.topology)
+    operators = topology.names
+    keyed = next(op.name for op in topology.operators if op.keyed)  # every topology has one (jobs.topology)
     calibration = load_calibration(args.calibration, args.tracking_uri)
     plant = calibration.plant(operators, args.trigger_s, args.max_degree)
     settings = dict(slo_latency_s=args.slo_latency_s, slo_target=args.slo_target)
 
     oracle_costs = [simulate_configuration("oracle", calibration.oracle_params(), s, plant, knows_schedule=True,
                                            **settings).cost_slot_seconds for s in schedules]
-    settings.update(headroom=args.screen_headroom, draws=args.noise_draws, quantile=args.noise_quantile)
+    settings.update(headroom=args.screen_headroom, draws=args.noise_draws, quantile=args.noise_quantile,
+                    keyed_operator=keyed)
     noise = (f"; noise: {args.noise_draws} draws per seed (batch overhead sigma {plant.batch_overhead_sigma:.2f}, "
              f"service sigma up to {max(plant.service_sigma.values()):.2f}), feasibility judged on their "
              f"{args.noise_quantile:g} quantile; the best {RECHECK_TOP} rechecked with {args.recheck_draws} draws"

@@ -41,8 +41,10 @@ from typing import Any, Sequence
 import numpy as np
 import optuna
 
-from analysis.tuning.space import SearchSpace, SpaceError
+from analysis.tuning.space import SearchSpace, SpaceError, split_composite, split_values
 from controllers import ConfigError, config_label, validate_config
+from controllers.placement import build_placement, placement_label
+from params.declare import ParamError
 from simulator.evaluate import SimulatedRun, simulate_configuration
 from simulator.plant import PlantConfig
 from workloads import Schedule
@@ -94,17 +96,39 @@ class Screened:
         return self.judged_attainment >= slo_target
 
 
+def composite_label(controller: str, params: dict[str, Any]) -> str:
+    """A configuration's label as a suite variant writes it: 'threshold:cooldown_s=6', and with a placement
+    controller 'threshold:cooldown_s=6+sousa:sensitivity=0.25'."""
+    name, placement = split_composite(controller)
+    own, placed = split_values(controller, params)
+    label = config_label(name, own)
+    return f"{label}+{placement_label(placement, placed)}" if placement else label
+
+
+def check_configuration(controller: str, params: dict[str, Any], operators: Sequence[str], max_degree: int) -> None:
+    """Raises ConfigError (or ParamError for the placement controller's settings) naming what is wrong."""
+    name, placement = split_composite(controller)
+    own, placed = split_values(controller, params)
+    validate_config(name, own, operators, max_degree)
+    if placement:
+        build_placement(placement, placed)
+
+
 def evaluate(controller: str, params: dict[str, Any], schedules: Sequence[Schedule], plant: PlantConfig, *,
              slo_latency_s: float, slo_target: float, trial: int | None = None,
              headroom: float = SCREEN_HEADROOM, draws: int = NOISE_DRAWS,
-             quantile: float = RELIABLE_QUANTILE) -> Screened:
-    """One configuration over the seeds (and, in a noisy plant, `draws` noisy runs of each: module docstring)."""
+             quantile: float = RELIABLE_QUANTILE, keyed_operator: str | None = None) -> Screened:
+    """One configuration over the seeds (and, in a noisy plant, `draws` noisy runs of each: module docstring);
+    `controller` may be 'name+placement', the placement moving `keyed_operator`'s key groups."""
+    name, placement = split_composite(controller)
+    own, placed = split_values(controller, params)
     runs: list[SimulatedRun] = [
-        simulate_configuration(controller, params, s, plant, slo_latency_s=slo_latency_s, slo_target=slo_target,
-                               judge_latency_s=headroom * slo_latency_s, noise_seed=noise_seed)
+        simulate_configuration(name, own, s, plant, slo_latency_s=slo_latency_s, slo_target=slo_target,
+                               judge_latency_s=headroom * slo_latency_s, noise_seed=noise_seed,
+                               placement=(placement, placed) if placement else None, keyed_operator=keyed_operator)
         for s in schedules for noise_seed in (noise_seeds_of(s, draws) if plant.noisy else [None])]
     attainment = np.array([r.slo_attainment for r in runs])
-    return Screened(params, config_label(controller, params),
+    return Screened(params, composite_label(controller, params),
                     float(np.mean([r.cost_slot_seconds for r in runs])),
                     float(np.mean(attainment)),
                     float(np.mean([r.latency_p95_s for r in runs])),
@@ -153,7 +177,8 @@ def open_study(space: SearchSpace, sampler: str, seed: int, storage: str | None,
 def screen(space: SearchSpace, schedules: Sequence[Schedule], plant: PlantConfig, *, trials: int,
            slo_latency_s: float, slo_target: float, sampler: str = "tpe", seed: int = 1,
            storage: str | None = None, study_name: str | None = None, headroom: float = SCREEN_HEADROOM,
-           draws: int = NOISE_DRAWS, quantile: float = RELIABLE_QUANTILE) -> optuna.Study:
+           draws: int = NOISE_DRAWS, quantile: float = RELIABLE_QUANTILE,
+           keyed_operator: str | None = None) -> optuna.Study:
     """Run `trials` more trials of the study (resumed when stored); each trial's figures are its user attributes."""
     if trials < 1:
         raise SpaceError(f"--trials must be >= 1, got {trials}")
@@ -170,13 +195,13 @@ def screen(space: SearchSpace, schedules: Sequence[Schedule], plant: PlantConfig
     def objective(trial: optuna.Trial) -> float:
         params = space.suggest(trial)
         try:
-            validate_config(space.controller, params, operators, plant.max_degree)
-        except ConfigError as exc:
+            check_configuration(space.controller, params, operators, plant.max_degree)
+        except (ConfigError, ParamError) as exc:
             trial.set_user_attr("invalid", str(exc))
             raise optuna.TrialPruned(str(exc)) from None
         found = evaluate(space.controller, params, schedules, plant, slo_latency_s=slo_latency_s,
                          slo_target=slo_target, trial=trial.number, headroom=headroom, draws=draws,
-                         quantile=quantile)
+                         quantile=quantile, keyed_operator=keyed_operator)
         for key in ("slo_attainment", "slo_attainment_low", "latency_p95_s", "scaling_actions"):
             trial.set_user_attr(key, getattr(found, key))
         trial.set_user_attr("label", found.label)
@@ -212,13 +237,14 @@ def by_rank(found: Sequence[Screened], slo_target: float) -> list[Screened]:
 
 def recheck(controller: str, found: Sequence[Screened], schedules: Sequence[Schedule], plant: PlantConfig, *,
             slo_latency_s: float, slo_target: float, headroom: float, draws: int = RECHECK_DRAWS,
-            quantile: float = RELIABLE_QUANTILE) -> list[Screened]:
+            quantile: float = RELIABLE_QUANTILE, keyed_operator: str | None = None) -> list[Screened]:
     """`found` simulated again with `draws` noisy runs per seed and ranked on those figures (module docstring);
     unchanged on a deterministic plant or with draws = 0."""
     if not plant.noisy or draws < 1:
         return list(found)
     again = [evaluate(controller, s.params, schedules, plant, slo_latency_s=slo_latency_s, slo_target=slo_target,
-                      trial=s.trial, headroom=headroom, draws=draws, quantile=quantile) for s in found]
+                      trial=s.trial, headroom=headroom, draws=draws, quantile=quantile,
+                      keyed_operator=keyed_operator) for s in found]
     return by_rank(again, slo_target)
 
 

@@ -11,6 +11,10 @@ list to keep in step. A user changes a study's space with
 
 A range may be wider than the declared search range but never beyond the parameter's own bounds: every sampled
 value must be one the controller accepts.
+
+A placement controller joins a study as on Spark, after a '+': `threshold+sousa` searches threshold's parameters
+and sousa's together, the placement's named after it (`sousa.sensitivity`, `--set sousa.max_moves=2`); the plant
+then models the keyed operator's key groups (simulator/key_groups.py).
 """
 from __future__ import annotations
 
@@ -31,21 +35,48 @@ class SpaceError(ValueError):
 Dimension = SearchRange | Choices
 
 
+def split_composite(controller: str) -> tuple[str, str | None]:
+    """'threshold+sousa' -> ('threshold', 'sousa'); 'threshold' -> ('threshold', None)."""
+    name, plus, placement = controller.partition("+")
+    return name.strip(), (placement.strip() if plus else None)
+
+
+def declared_params(controller: str) -> dict[str, Param]:
+    """The parameters a study of `controller` (possibly 'name+placement') can search: the controller's, and the
+    placement controller's prefixed with its name."""
+    name, placement = split_composite(controller)
+    declared = dict(controllers.registered()[name].PARAMS)
+    if placement:
+        from controllers.placement import registered as placements
+
+        declared.update({f"{placement}.{k}": v for k, v in placements()[placement].PARAMS.items()})
+    return declared
+
+
+def split_values(controller: str, values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A trial's values as (the parallelism controller's, the placement controller's unprefixed)."""
+    _, placement = split_composite(controller)
+    prefix = f"{placement}." if placement else None
+    own = {k: v for k, v in values.items() if not (prefix and k.startswith(prefix))}
+    placed = {k[len(prefix):]: v for k, v in values.items() if prefix and k.startswith(prefix)}
+    return own, placed
+
+
 @dataclass(frozen=True)
 class SearchSpace:
-    controller: str
+    controller: str  # a parallelism controller, or 'name+placement'
     dimensions: Mapping[str, Dimension]
     fixed: Mapping[str, Any] = field(default_factory=dict)
 
     def _ordered(self) -> list[str]:
         """Dimensions with the ones others depend on first, so a condition is known before what it conditions."""
-        declared = controllers.registered()[self.controller].PARAMS
+        declared = declared_params(self.controller)
         return sorted(self.dimensions, key=lambda n: declared[n].search_when is not None)
 
     def active(self, name: str, values: Mapping[str, Any]) -> bool:
         """Whether dimension `name` matters given the values chosen so far (its condition's parameter sampled,
         fixed, or else at its default)."""
-        declared = controllers.registered()[self.controller].PARAMS
+        declared = declared_params(self.controller)
         condition = declared[name].search_when
         if condition is None:
             return True
@@ -55,7 +86,7 @@ class SearchSpace:
     def suggest(self, trial) -> dict[str, Any]:
         """The trial's configuration: fixed values plus one value per active dimension (Optuna's define-by-run
         API: a dimension whose condition does not hold is not sampled and stays at the controller's default)."""
-        declared = controllers.registered()[self.controller].PARAMS
+        declared = declared_params(self.controller)
         values = dict(self.fixed)
         for name in self._ordered():
             dim = self.dimensions[name]
@@ -72,7 +103,7 @@ class SearchSpace:
     def defaults(self) -> dict[str, Any] | None:
         """The declared defaults of the searched parameters, when every one lies in its dimension (a study tries
         them first, so it never recommends something worse than what a user runs without tuning); else None."""
-        declared = controllers.registered()[self.controller].PARAMS
+        declared = declared_params(self.controller)
         values = dict(self.fixed)
         for name in self._ordered():
             dim = self.dimensions[name]
@@ -87,7 +118,7 @@ class SearchSpace:
 
     def to_dict(self) -> dict[str, Any]:
         """What identifies the space: a study resumed under the same name must search this same space."""
-        declared = controllers.registered()[self.controller].PARAMS
+        declared = declared_params(self.controller)
         return {"controller": self.controller, "fixed": dict(sorted(self.fixed.items())),
                 "dimensions": {k: {**d.to_dict(), **({"when": list(declared[k].search_when)}
                                                      if declared[k].search_when else {})}
@@ -97,7 +128,7 @@ class SearchSpace:
         return json.dumps(self.to_dict(), sort_keys=True, default=str)
 
     def describe(self) -> list[str]:
-        declared = controllers.registered()[self.controller].PARAMS
+        declared = declared_params(self.controller)
         lines = []
         for name, dim in self.dimensions.items():
             spec = declared[name]
@@ -161,10 +192,17 @@ def build_space(controller: str, ranges: Sequence[str] = (), fixed: Sequence[str
     """The controller's declared space with the user's changes: `ranges` as NAME=LOW:HIGH[:log] or NAME=A|B,
     `fixed` as NAME=VALUE (or a mapping). Raises SpaceError naming what is wrong, before any trial."""
     known = controllers.registered()
-    if controller not in known:
-        raise SpaceError(f"unknown controller {controller!r}; controllers with tunable parameters: "
+    name, placement = split_composite(controller)
+    if name not in known:
+        raise SpaceError(f"unknown controller {name!r}; controllers with tunable parameters: "
                          f"{', '.join(tunable_controllers())}")
-    declared = known[controller].PARAMS
+    if placement is not None:
+        from controllers.placement import registered as placements
+
+        if placement not in placements():
+            raise SpaceError(f"unknown placement controller {placement!r} after '+' in {controller!r}; expected one "
+                             f"of: {', '.join(sorted(placements()))}")
+    declared = declared_params(controller)
     dims: dict[str, Dimension] = {name: spec.search for name, spec in declared.items() if spec.search is not None}
     if not dims and not ranges:
         raise SpaceError(f"controller {controller!r} declares no tunable parameter; controllers with tunable "

@@ -56,11 +56,14 @@ def run_study(request: StudyRequest, *, name: str, storage: str | None, tracking
     """Screen, record; returns (the defaults and the top-k candidates, the study's MLflow run id)."""
     space = build_space(request.controller, request.ranges, request.fixed)
     calibration = calibration or load_calibration(request.calibration, tracking_uri)
-    plant = calibration.plant(load_topology(request.topology).names, request.trigger_s, request.max_degree)
+    topology = load_topology(request.topology)
+    plant = calibration.plant(topology.names, request.trigger_s, request.max_degree)
     spec = load_workload(request.workload)
     schedules = [Schedule(spec.with_overrides(duration_s=request.duration_s, seed=s)) for s in request.seeds]
     settings = dict(slo_latency_s=request.slo_latency_s, slo_target=request.slo_target, headroom=request.headroom,
-                    draws=request.draws, quantile=request.quantile)
+                    draws=request.draws, quantile=request.quantile,
+                    # a placement controller ('threshold+sousa') moves this operator's key groups in the plant
+                    keyed_operator=next(op.name for op in topology.operators if op.keyed))
     study = screen(space, schedules, plant, trials=request.trials, sampler=request.sampler,
                    seed=request.sampler_seed, storage=storage, study_name=name, **settings)
     calibration_ref = calibration.run_id or calibration.source

@@ -8,8 +8,9 @@ each an adaptation of a system that placed other things (operator replicas on VM
 Without any, a keyed operator keeps Spark's hash placement and no key-group figures are collected.
 """
 from controllers.placement import hash, souravlas, sousa  # noqa: F401  (registration)
-from controllers.placement.base import PlacementController, build_placement, describe_placement, registered
+from controllers.placement.base import (PlacementController, build_placement, describe_placement, placement_label,
+                                        registered)
 from controllers.placement.types import RESOURCES, Move, PlacementDecision, PlacementSnapshot
 
 __all__ = ["Move", "PlacementController", "PlacementDecision", "PlacementSnapshot", "RESOURCES", "build_placement",
-           "describe_placement", "registered"]
+           "describe_placement", "placement_label", "registered"]

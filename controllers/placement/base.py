@@ -45,6 +45,13 @@ def build_placement(name: str, params: Mapping[str, Any] | None = None) -> Place
     return _REGISTRY[name](params)
 
 
+def placement_label(name: str, params: Mapping[str, Any] | None = None) -> str:
+    """'sousa' or 'sousa:max_moves=2,sensitivity=0.25': the placement controller and the settings given, as a run's
+    configuration label and a suite variant write it (after '+')."""
+    settings = ",".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
+    return f"{name}:{settings}" if settings else name
+
+
 def describe_placement(name: str) -> str:
     """A placement controller's parameters as a user reads them (`python -m jobs.run --describe sousa`)."""
     cls = _REGISTRY[name]
