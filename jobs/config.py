@@ -113,7 +113,7 @@ class RunConfig:
             controller.check_run(self.context())
         except ConfigError as exc:
             raise InputError(str(exc)) from None
-        self._check_placement()
+        self._check_placement(controller)
         if controller.needs_cluster() and (self.master or "").startswith("local"):
             raise InputError(f"controller {self.controller!r} acts on executors and needs a cluster master "
                              f"(--master spark://host:port, see README 'Run on a cluster'); --master {self.master} "
@@ -140,8 +140,9 @@ class RunConfig:
             except ParamError as exc:
                 raise InputError(f"{flag(name)} {str(exc).split(repr(flag(name)) + ' ', 1)[-1]}") from None
 
-    def _check_placement(self) -> None:
-        """The placement controller's name and settings, and a keyed operator for it to place."""
+    def _check_placement(self, controller) -> None:
+        """The placement controller's name and settings, a keyed operator for it to place, and more than one
+        partition of it to place key groups on."""
         if self.placement is None:
             if self.placement_params:
                 raise InputError("--placement-param given without --placement")
@@ -155,6 +156,14 @@ class RunConfig:
         if not any(op.keyed for op in self.topo.operators):
             raise InputError(f"--placement {self.placement}: the topology has no keyed operator whose key groups it "
                              "could place")
+        keyed = next(op.name for op in self.topo.operators if op.keyed)
+        if self.max_degree < 2:
+            raise InputError(f"--placement {self.placement}: --max-degree {self.max_degree} keeps the keyed operator "
+                             f"{keyed!r} at one partition, with no other to move key groups to")
+        if self.controller == "static" and controller.initial_degrees()[keyed] < 2:
+            raise InputError(f"--placement {self.placement}: controller 'static' keeps the keyed operator {keyed!r} "
+                             f"at degree 1, one partition with no other to move key groups to (e.g. --param "
+                             f"'degrees={{{keyed}: 4}}')")
 
     def placement_label(self) -> str:
         """'sousa' or 'sousa:max_moves=2,sensitivity=0.25' (empty without a placement controller)."""
