@@ -19,19 +19,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from mlflow.tracking import MlflowClient
-
 from analysis import run_records
-from analysis.runs import ORACLE, SUMMARY_METRICS, load_runs, with_cost_to_oracle
+from analysis.runs import ORACLE, SUMMARY_METRICS, with_cost_to_oracle
 from analysis.stats import bootstrap_mean
-from jobs.recording.machine import describe_machine, machine_tags
+from benchmarks.recorded_runs import collect, provenance
 from jobs.recording.recorder import default_tracking_uri
-from studies.provenance import suite_provenance
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 BEST_GOAL = 1.3  # the best non-oracle configuration's cost / the oracle's
@@ -53,36 +49,6 @@ def configuration_table(group: pd.DataFrame) -> pd.DataFrame:
         rows.append({"config": config, "controller": runs["controller"].iloc[0], "seeds": len(done),
                      "not_finished": len(runs) - len(done), **figures})
     return pd.DataFrame(rows)
-
-
-def collect(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...] = (),
-            record: Path | None = None) -> pd.DataFrame:
-    """The runs the read-out is over: those of `parents` in the store, merged into the `record` file's runs when one
-    is given (a run read again replaces its recorded row) and written back, less the runs in `exclude` (runs a later
-    re-run of the same cases supersedes, say after a fix: they stay in the store, named in the command that leaves
-    them out, and leave the record)."""
-    tables = []
-    if parents:
-        client = MlflowClient(tracking_uri)
-        with warnings.catch_warnings():  # a metric no run of a parent has is an all-NA column there: expected
-            warnings.simplefilter("ignore", FutureWarning)
-            for parent in parents:
-                machine = suite_provenance(client, parent).machine
-                if machine.startswith("machine not recorded"):  # a suite opened before parents were tagged
-                    machine = f"{machine}; read out on {describe_machine(machine_tags())}"
-                tables.append(run_records.to_record(load_runs(tracking_uri, parent_run_id=parent), parent, machine))
-    new = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=list(run_records.RECORD_COLUMNS))
-    runs = run_records.merge(run_records.read_record(record), new) if record is not None else new
-    unknown = sorted(set(exclude) - set(runs["run_id"]))
-    if unknown:
-        raise SystemExit(f"--exclude-run-id: {', '.join(unknown)} not a run of the given parents"
-                         + (" or the record" if record is not None else ""))
-    runs = runs[~runs["run_id"].isin(exclude)].reset_index(drop=True)
-    if record is not None:
-        run_records.write_record(record, runs)
-    if runs.empty:
-        raise SystemExit("no runs: give --parent-run-id, or --record with a file that holds runs")
-    return runs
 
 
 def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...] = (),
@@ -144,18 +110,6 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
     lines.append("\nacross workloads: " + "; ".join(
         f"{name} met on {sum(v)} of {len(v)}" for name, v in verdicts.items() if v))
     lines += provenance(runs)
-    return lines
-
-
-def provenance(runs: pd.DataFrame) -> list[str]:
-    """Where the runs come from: per parent (suite), its date, the code revisions its runs ran and its machine."""
-    lines = ["", f"measured: {len(runs)} runs from {runs['parent_run_id'].nunique()} suite(s)"]
-    for parent, group in runs.groupby("parent_run_id", sort=False):
-        dates = sorted({str(d)[:10] for d in group["started"] if isinstance(d, str) and d})
-        revisions = sorted({str(r)[:12] + ("-dirty" if str(r).endswith("-dirty") else "")
-                            for r in group["revision"] if isinstance(r, str) and r})
-        lines.append(f"  {parent}: {len(group)} runs, {', '.join(dates) or 'date not recorded'}, code "
-                     f"{', '.join(revisions) or 'not recorded'}; {group['machine'].iloc[0]}")
     return lines
 
 

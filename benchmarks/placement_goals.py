@@ -2,7 +2,7 @@
 placement controllers cut the keyed operator's slowest task and the p99 latency against hash placement at the same
 degrees?
 
-    python -m benchmarks.placement_goals --parent-run-id ID [--parent-run-id ID ...]
+    python -m benchmarks.placement_goals [--parent-run-id ID ...] [--record docs/placement/runs.csv]
 
 Per workload, each configuration as mean [95 % bootstrap interval] over its seeds: the keyed operator's slowest
 task per batch (`keyed_max_task_s_mean`), what a placement balanced in hindsight would have made it
@@ -17,13 +17,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
+from pathlib import Path
 
 import pandas as pd
 
-from analysis.runs import load_runs
-from analysis.suite import split_placement
+from analysis import run_records
+from analysis.runs import SUMMARY_METRICS
 from analysis.stats import bootstrap_mean
+from analysis.suite import split_placement
+from benchmarks.recorded_runs import collect, provenance
 from jobs.recording.recorder import default_tracking_uri
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -86,14 +88,27 @@ def goals(runs: pd.DataFrame) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.placement_goals", description=__doc__.split("\n\n")[0])
-    p.add_argument("--parent-run-id", action="append", required=True, help="a run of the placement suite (parent)")
+    p.add_argument("--parent-run-id", action="append", default=[],
+                   help="a run of the placement suite (its parent); repeatable")
+    p.add_argument("--record", type=Path, default=None,
+                   help="a CSV of runs kept in the repository (docs/placement/runs.csv): the parents' runs are "
+                        "merged into it and the read-out is over all its runs")
+    p.add_argument("--exclude-run-id", action="append", default=[],
+                   help="leave this run out (one a re-run of the same case supersedes); repeatable")
     p.add_argument("--tracking-uri", default=None)
     args = p.parse_args(argv)
-    uri = args.tracking_uri or default_tracking_uri()
-    with warnings.catch_warnings():  # a metric no run of a parent has is an all-NA column: expected
-        warnings.simplefilter("ignore", FutureWarning)
-        runs = pd.concat([load_runs(uri, parent_run_id=parent) for parent in args.parent_run_id], ignore_index=True)
-    print("\n".join(goals(runs)))
+    if not args.parent_run_id and args.record is None:
+        p.error("give --parent-run-id, --record, or both")
+    try:
+        runs = collect(args.tracking_uri or default_tracking_uri(), args.parent_run_id, tuple(args.exclude_run_id),
+                       args.record)
+    except run_records.BadRecord as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for column in SUMMARY_METRICS:  # a record's empty cells read back as text or NA
+        if column in runs:
+            runs[column] = pd.to_numeric(runs[column], errors="coerce")
+    print("\n".join(goals(runs) + provenance(runs)))
     return 0
 
 

@@ -38,3 +38,21 @@ def test_the_hash_controller_is_the_baseline_and_its_bound_says_what_any_placeme
            "the slowest task by 25 [25, 25] %" in text
     assert f"{HASH}+sousa: slowest task cut 20 [20, 20] %, p99 latency cut 0 [0, 0] % against {HASH}" in text
     assert "placement configurations meeting the goal: 0 of 1" in text
+
+
+def test_the_read_out_from_a_record_file_names_where_its_runs_come_from_and_a_bad_one_is_refused(tmp_path, capsys):
+    from analysis.run_records import to_record, write_record
+    from benchmarks.placement_goals import main
+
+    table = runs([(HASH + "+hash", 1, 1.0, 4.0, 0, 0), (HASH + "+sousa", 1, 0.5, 2.0, 3, 0)])
+    table["run_id"], table["controller"], table["start_time"] = ["r1", "r2"], "static", 1.78e12
+    record = tmp_path / "runs.csv"
+    write_record(record, to_record(table, "parent-1", "2 cores"))
+    assert main(["--record", str(record)]) == 0
+    out = capsys.readouterr().out
+    assert f"{HASH}+sousa: slowest task cut 50 [50, 50] %" in out and "  parent-1: 2 runs, " in out
+    assert main(["--record", str(record), "--exclude-run-id", "r2"]) == 0
+    assert "placement configurations meeting the goal: 0 of 0" in capsys.readouterr().out
+    record.write_text("run_id,status\nabc,FINISHED\n")
+    assert main(["--record", str(record)]) == 2
+    assert f"{record}: column(s) config, controller, workload, seed missing" in capsys.readouterr().err
