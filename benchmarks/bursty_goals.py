@@ -26,7 +26,7 @@ import pandas as pd
 from analysis import run_records
 from analysis.runs import ORACLE, SUMMARY_METRICS, with_cost_to_oracle
 from analysis.stats import bootstrap_mean
-from benchmarks.recorded_runs import collect, provenance
+from benchmarks.recorded_runs import add_run_arguments, collect, provenance
 from jobs.recording.recorder import default_tracking_uri
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -115,14 +115,7 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bursty_goals", description=__doc__.split("\n\n")[0])
-    p.add_argument("--parent-run-id", action="append", default=[],
-                   help="a run of the bursty suite (its parent); repeatable")
-    p.add_argument("--record", type=Path, default=None,
-                   help="a CSV of runs kept in the repository (docs/bursty/runs.csv): the parents' runs are merged "
-                        "into it and the read-out is over all its runs, also those measured in earlier sessions")
-    p.add_argument("--exclude-run-id", action="append", default=[],
-                   help="leave this run out (one a re-run of the same case supersedes); repeatable")
-    p.add_argument("--tracking-uri", default=None)
+    add_run_arguments(p, "bursty", "docs/bursty/runs.csv")
     args = p.parse_args(argv)
     if not args.parent_run_id and args.record is None:
         p.error("give --parent-run-id, --record, or both")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 import pandas as pd
 
@@ -25,7 +24,7 @@ from analysis import run_records
 from analysis.runs import SUMMARY_METRICS
 from analysis.stats import bootstrap_mean
 from analysis.suite import split_placement
-from benchmarks.recorded_runs import collect, provenance
+from benchmarks.recorded_runs import add_run_arguments, collect, provenance
 from jobs.recording.recorder import default_tracking_uri
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -88,14 +87,7 @@ def goals(runs: pd.DataFrame) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.placement_goals", description=__doc__.split("\n\n")[0])
-    p.add_argument("--parent-run-id", action="append", default=[],
-                   help="a run of the placement suite (its parent); repeatable")
-    p.add_argument("--record", type=Path, default=None,
-                   help="a CSV of runs kept in the repository (docs/placement/runs.csv): the parents' runs are "
-                        "merged into it and the read-out is over all its runs")
-    p.add_argument("--exclude-run-id", action="append", default=[],
-                   help="leave this run out (one a re-run of the same case supersedes); repeatable")
-    p.add_argument("--tracking-uri", default=None)
+    add_run_arguments(p, "placement", "docs/placement/runs.csv")
     args = p.parse_args(argv)
     if not args.parent_run_id and args.record is None:
         p.error("give --parent-run-id, --record, or both")

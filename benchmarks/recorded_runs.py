@@ -4,6 +4,7 @@ came from. Shared by the read-outs that publish goals (benchmarks.bursty_goals, 
 """
 from __future__ import annotations
 
+import argparse
 import warnings
 from pathlib import Path
 
@@ -56,3 +57,15 @@ def provenance(runs: pd.DataFrame) -> list[str]:
         lines.append(f"  {parent}: {len(group)} runs, {', '.join(dates) or 'date not recorded'}, code "
                      f"{', '.join(revisions) or 'not recorded'}; {group['machine'].iloc[0]}")
     return lines
+
+
+def add_run_arguments(p: argparse.ArgumentParser, suite: str, record_example: str) -> None:
+    """The read-outs' common options: the suites' parents, the record file, the runs left out, the store."""
+    p.add_argument("--parent-run-id", action="append", default=[],
+                   help=f"a run of the {suite} suite (its parent); repeatable")
+    p.add_argument("--record", type=Path, default=None,
+                   help=f"a CSV of runs kept in the repository ({record_example}): the parents' runs are merged "
+                        "into it and the read-out is over all its runs, also those measured in earlier sessions")
+    p.add_argument("--exclude-run-id", action="append", default=[],
+                   help="leave this run out (one a re-run of the same case supersedes); repeatable")
+    p.add_argument("--tracking-uri", default=None)
