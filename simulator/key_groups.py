@@ -15,12 +15,14 @@ per-record cost also varies); the state a group holds is its distinct keys in th
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
 from controllers.cost_model import OperatorModel
 from controllers.placement import PlacementController, PlacementDecision, PlacementSnapshot
+from controllers.placement.types import longest_first_makespan
 
 RECORD_BYTES = 48  # what the dominance test compares is each resource across partitions: any fixed size will do
 
@@ -37,10 +39,7 @@ def key_group_of(keys: np.ndarray, key_groups: int) -> np.ndarray:
 def stage_span(task_s: np.ndarray, slots: int, launch_s: float) -> float:
     """Tasks longest first onto the slot that frees first; the stage ends with its last task, plus one launch per
     task after the first."""
-    free = np.zeros(max(1, slots))
-    for t in sorted(task_s.tolist(), reverse=True):
-        free[int(np.argmin(free))] += t
-    return float(free.max()) + (len(task_s) - 1) * launch_s
+    return longest_first_makespan(task_s.tolist(), slots) + (len(task_s) - 1) * launch_s
 
 
 class KeyedPlacement:
@@ -70,12 +69,14 @@ class KeyedPlacement:
         """(span_s, busy_s) of the keyed operator on the keys of the events the batch read, of which `reaching`
         records reach it (the operators before it may drop some: each group keeps its share), and the report its
         controller reads."""
-        groups = key_group_of(keys, self.key_groups)
-        records = np.bincount(groups, minlength=self.key_groups) * (reaching / len(keys) if len(keys) else 0.0)
+        distinct_keys, which = np.unique(keys, return_inverse=True)  # each distinct key hashed once
+        distinct_groups = key_group_of(distinct_keys, self.key_groups)
+        records = (np.bincount(distinct_groups[which], minlength=self.key_groups)
+                   * (reaching / len(keys) if len(keys) else 0.0))
         where = np.asarray(self.assignment)
         per_partition = np.bincount(where, weights=records, minlength=self.degree)
         task_s = (per_partition * op.service_s + op.task_overhead_s) * factor
-        distinct = np.bincount(key_group_of(np.unique(keys), self.key_groups), minlength=self.key_groups)
+        distinct = np.bincount(distinct_groups, minlength=self.key_groups)
         usage = {}
         for g in range(self.key_groups):
             p = where[g]
@@ -87,9 +88,7 @@ class KeyedPlacement:
 
     def decide(self, time_s: float, interval_s: float) -> PlacementDecision:
         """The placement controller's step on the batch just ended (its end time and interval known now)."""
-        snap = self._last
-        snap = PlacementSnapshot(time_s, interval_s, snap.assignment, snap.partitions, snap.latency_s, snap.usage)
-        decision = self.controller.decide(snap)
+        decision = self.controller.decide(replace(self._last, time_s=time_s, interval_s=interval_s))
         self.assignment = decision.applied(self.assignment)
         self.moves += len(decision.moves)
         return decision

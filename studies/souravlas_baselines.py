@@ -76,8 +76,7 @@ class MTScheduler(Souravlas):
         p = self.utilisation(snap)
         mean = sum(p) / len(p)
         size = self.params["sub_cluster_size"]
-        hot = [m for m in range(len(p)) if p[m] >= self.params["trigger_utilisation"]
-               and p[m] >= self.params["imbalance"] * mean]
+        hot = self.overloaded(p)
         if not hot:
             return [], f"no node overloaded (largest utilisation {max(p):.2f}, mean {mean:.2f})"
         moves = []

@@ -174,12 +174,17 @@ class Souravlas(PlacementController):
             p[partition] += self._usage.get(group, 0.0)
         return [x / self._span if self._span > 0 else 0.0 for x in p]
 
+    def overloaded(self, p: list[float]) -> list[int]:
+        """The trigger: partitions at or above `trigger_utilisation` and `imbalance` times the mean."""
+        mean = sum(p) / len(p)
+        return [m for m in range(len(p)) if p[m] >= self.params["trigger_utilisation"]
+                and p[m] >= self.params["imbalance"] * mean]
+
     def _plan(self, snap: PlacementSnapshot) -> tuple[list[list[Move]], str]:
         p = self.utilisation(snap)
         mean = sum(p) / len(p)
         size = self.params["sub_cluster_size"]
-        sources = sorted((m for m in range(len(p)) if p[m] >= self.params["trigger_utilisation"]
-                          and p[m] >= self.params["imbalance"] * mean), key=lambda m: (-p[m], m))
+        sources = sorted(self.overloaded(p), key=lambda m: (-p[m], m))
         if not sources:
             return [], f"no partition overloaded (largest utilisation {max(p):.2f}, mean {mean:.2f})"
         moves: list[Move] = []

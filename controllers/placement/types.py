@@ -8,12 +8,21 @@ controller objects through these types, as the parallelism controllers are drive
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 # What a key group uses in one report period, and so what a partition (the sum of its key groups) uses: records
 # it processed, task time it took, window state it holds, bytes it shuffled in. The project's reading of the Sousa
 # thesis's node resources (CPU, I/O wait, RAM, disk, network) for a partition of a keyed operator.
 RESOURCES = ("records", "busy_s", "state_bytes", "shuffle_bytes")
+
+
+def longest_first_makespan(times: Sequence[float], bins: int) -> float:
+    """The largest bin after placing `times` longest first, each onto the least loaded of `bins` bins (Graham's
+    LPT, within 4/3 of the best): a balanced placement of key groups on partitions, or tasks on task slots."""
+    loads = [0.0] * max(1, bins)
+    for t in sorted(times, reverse=True):
+        loads[loads.index(min(loads))] += t
+    return max(loads)
 
 
 @dataclass(frozen=True)
@@ -78,10 +87,8 @@ class PlacementSnapshot:
         controller that knew the period in advance could reach; a group's task time is its share of its partition's
         (RESOURCES' busy_s). Moving groups cannot go below the largest group's time nor below the mean."""
         busy = RESOURCES.index("busy_s")
-        loads = [0.0] * self.partitions
-        for time_s in sorted((self.key_group_usage(g)[busy] for g in range(self.key_groups)), reverse=True):
-            loads[loads.index(min(loads))] += time_s
-        return max(loads, default=0.0)
+        return longest_first_makespan([self.key_group_usage(g)[busy] for g in range(self.key_groups)],
+                                      self.partitions)
 
 
 @dataclass(frozen=True)
