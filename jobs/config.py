@@ -23,7 +23,7 @@ from controllers.types import RunContext
 from params.declare import ParamError, flag
 from params.run import RUN_SETTINGS
 from jobs.errors import InputError  # noqa: F401 (re-exported: callers import it from here)
-from jobs.paths import first_existing
+from jobs.paths import OUTPUT_MARKER, first_existing
 from jobs.recording.tracking_check import check_tracking_store
 from jobs.topology import Topology, TopologyError, load_topology
 from workloads import WorkloadError, WorkloadSpec, load_workload
@@ -243,6 +243,9 @@ def _check_writable(name: str, path: Path) -> None:
         raise InputError(f"{name}: cannot create {path}: {probe} is a file, not a folder")
     if not os.access(probe, os.W_OK):
         raise InputError(f"{name}: cannot write under {probe}")
+    if name == "--output-dir" and probe == path and any(path.iterdir()) and not (path / OUTPUT_MARKER).exists():
+        raise InputError(f"{name}: {path} holds files that are not a run's output (no {OUTPUT_MARKER} in it); a run "
+                         "replaces its output folder, so give a new or empty folder")
 
 
 def check_java() -> None:

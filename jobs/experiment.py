@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import signal
-import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,11 +24,13 @@ from jobs.actuators import build_actuators
 from jobs.actuators.placement import CANDIDATES, KeyGroupRouting
 from jobs.batch import BatchProcessor, format_progress
 from jobs.config import RunConfig
-from jobs.errors import RunFailed
+from jobs.errors import RunFailed, disk_full_reason
 from jobs.metrics import ProgressListener
+from jobs.paths import OUTPUT_MARKER
 from jobs.recording.recorder import LOCAL_STATE
 from jobs.recording.run_record import finish_run, open_run, record_configuration
 from jobs.recording.summary import slo_out_of_reach
+from jobs.stopping import RunStopped, StopSignals
 from jobs.spark_session import controller_spark_settings, package_code, start_spark, warm_up
 from params.units import US
 from workloads import Schedule
@@ -39,6 +40,8 @@ def failure_reason(exc: BaseException) -> str:
     """One line saying why a run failed. A streaming query's exception wraps the Python traceback of the
     foreachBatch function in Java text; the useful line is the innermost Python exception."""
     text = str(exc) or type(exc).__name__
+    if isinstance(exc, RunStopped):
+        return text
     found = re.findall(r"^((?:[A-Za-z_][\w.]*\.)?(?:RunFailed|[A-Z]\w*(?:Error|Exception)): .*)$", text, re.MULTILINE)
     inner = [line for line in found if not line.startswith(("org.", "py4j.", "pyspark.errors"))]
     line = inner[-1] if inner else f"{type(exc).__name__}: {text.splitlines()[0]}"
@@ -69,15 +72,6 @@ def wait_until_ready(query, timeout_s: float = 120.0) -> None:
     raise RunFailed(f"streaming query not ready after {timeout_s:.0f}s (status: {query.status})")
 
 
-def _interrupt_on_sigterm() -> None:
-    """Airflow stops a task with SIGTERM: turn it into KeyboardInterrupt so the run ends FAILED, not RUNNING."""
-    if threading.current_thread() is threading.main_thread():
-        def handler(signum, frame):
-            raise KeyboardInterrupt(f"received signal {signum}")
-
-        signal.signal(signal.SIGTERM, handler)
-
-
 def make_controller(config: RunConfig, schedule: Schedule, log: Callable[[str], None]) -> controllers.Controller:
     """The configured controller, bound to this run (its settings, the schedule for the oracle, a registered
     load predictor when one was loaded)."""
@@ -92,7 +86,8 @@ def make_controller(config: RunConfig, schedule: Schedule, log: Callable[[str], 
 def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run one validated config end to end; returns the summary. Raises on failure (the MLflow run is FAILED)."""
     assert config.spec is not None and config.topo is not None, "validate() the config first"
-    _interrupt_on_sigterm()
+    stop = StopSignals()
+    stop.install()
     for warning in config.warnings:
         log(f"warning: {warning}")
     schedule = Schedule(config.spec)
@@ -105,8 +100,10 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         if output.exists():
             shutil.rmtree(output)
         (output / "sink").mkdir(parents=True)
+        (output / OUTPUT_MARKER).write_text(recorder.run_id)
         record_configuration(recorder, config, controller, schedule, controller_settings, output / "artifacts")
         spark = start_spark(config, package_code(output / "code.zip"), controller_settings)
+        stop.install()  # after PySpark's own SIGINT handler, which would raise inside a Py4J call
         sc = spark.sparkContext
         recorder.log_params({"spark.version": spark.version, "spark.default_parallelism": sc.defaultParallelism,
                              "spark.master.effective": sc.master})
@@ -131,8 +128,10 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         anchor_us = start_clock(query, processor, actuators, output / "anchor.json", config.lead_in_s)
         log(f"streaming: {schedule.total_events} events over {config.spec.duration_s:g}s, trigger "
             f"{config.trigger_s:g}s, controller {config.controller}, initial degrees {loop.degrees}")
-        drained, pruned = wait_for_schedule(query, processor, schedule, anchor_us / US + config.spec.duration_s,
-                                            config, log)
+        with stop.deferred():
+            drained, pruned = wait_for_schedule(query, processor, schedule, anchor_us / US + config.spec.duration_s,
+                                                config, log, stop)
+        stop.raise_if_stopped()
         query.stop()
         exc = query.exception()
         if exc is not None:
@@ -143,9 +142,12 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         return finish_run(config, recorder, processor, schedule, listener.snapshot(), output, drained,
                           sc.defaultParallelism, actuators, log, pruned=pruned)
     except BaseException as exc:
-        reason = failure_reason(exc)
-        recorder.fail(reason)
-        log(f"run FAILED: {reason}")
+        detail = "".join(traceback.format_exception(exc))
+        reason = disk_full_reason(detail, {"run's output": str(output), "artifact store": recorder.artifact_uri,
+                                           "tracking store": recorder.tracking_uri.removeprefix("sqlite:///")}
+                                  ) or failure_reason(exc)
+        recorder.fail(reason, detail)
+        exc.failure_line = reason  # what the caller prints: the one line the MLflow run records (jobs.run)
         raise
     finally:
         if query is not None:
@@ -206,13 +208,16 @@ def start_clock(query, processor: BatchProcessor, actuators, anchor_file: Path, 
 
 
 def wait_for_schedule(query, processor: BatchProcessor, schedule: Schedule, end_of_schedule: float,
-                      config: RunConfig, log: Callable[[str], None]) -> tuple[bool, str | None]:
+                      config: RunConfig, log: Callable[[str], None],
+                      stop: StopSignals | None = None) -> tuple[bool, str | None]:
     """Wait until every scheduled event is processed (drained), the drain timeout passed, or — with
     config.stop_when_slo_unreachable — the SLO target is out of reach (pruned: the reason).
-    Returns (drained, pruned)."""
+    Returns (drained, pruned). A stop signal noted meanwhile raises RunStopped here, between two Spark calls."""
     while True:
         if query.awaitTermination(0.25):
             return False, None
+        if stop is not None:
+            stop.raise_if_stopped()
         if config.stop_when_slo_unreachable:
             pruned = slo_out_of_reach(processor.events_recorded, processor.within_slo, schedule.total_events,
                                       config.slo_target)

@@ -10,3 +10,8 @@ def first_existing(path: Path) -> Path:
     while not probe.exists():
         probe = probe.parent
     return probe
+
+
+# in every run's output folder (its content: the MLflow run id): a run replaces its output folder, and replaces only
+# a folder that holds this marker, so a mistyped --output-dir never deletes a user's files
+OUTPUT_MARKER = ".elastic-run"

@@ -243,20 +243,26 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from jobs.console_noise import DaemonNoiseFilter
     from jobs.experiment import run_experiment  # heavy imports only once the input is known to be good
 
+    noise = DaemonNoiseFilter()
+    noise.start()  # before Spark starts: its JVM and Python workers inherit the filtered stderr
     try:
         summary = run_experiment(config, log=lambda line: print(line, flush=True))
-    except KeyboardInterrupt:
-        print("interrupted: the MLflow run is marked FAILED", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a stop signal (jobs.stopping) or Ctrl-C before the stream ran
+        print(f"{str(exc) or 'interrupted'}: the MLflow run is marked FAILED", file=sys.stderr)
         return 1
     except Exception as exc:
         from jobs.experiment import failure_reason, is_infrastructure_failure
 
         infrastructure = is_infrastructure_failure(exc)
-        print(f"run failed{' (Spark infrastructure)' if infrastructure else ''}: {failure_reason(exc)}",
-              file=sys.stderr)
+        recorded = getattr(exc, "failure_line", None)  # set once the MLflow run was marked FAILED with it
+        print(f"run failed{' (Spark infrastructure)' if infrastructure else ''}: {recorded or failure_reason(exc)}"
+              + ("; the MLflow run is marked FAILED" if recorded else ""), file=sys.stderr)
         return 3 if infrastructure else 1
+    finally:
+        noise.stop()
     keys = ("latency_p50_s", "latency_p95_s", "latency_p99_s", "slo_attainment", "cost_slot_seconds",
             "scaling_actions", "records_in", "records_out", "records_lost", "records_duplicated")
     print("summary: " + json.dumps({k: summary.get(k) for k in keys}))

@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 from urllib.parse import urlparse
 
 from mlflow.entities import Metric, Param, RunTag
@@ -30,6 +30,10 @@ DEFAULT_EXPERIMENT = "elastic-streaming"
 # the variable `mlflow server --default-artifact-root` reads (MLflow 3, mlflow/cli/__init__.py)
 ARTIFACT_ROOT_ENV = "MLFLOW_DEFAULT_ARTIFACT_ROOT"
 MAX_PARAM_LENGTH = 6000
+# the project's choice: once a run is ending, how long metric writes that failed (the store away) are still retried
+# before they are given up and the run is tagged metrics_incomplete; mid-run they are retried for as long as it runs
+FLUSH_GRACE_S = 60.0
+RETRY_FIRST_S = 1.0  # the first wait before a failed metric write is retried; doubled up to 15 s
 
 
 def default_tracking_uri() -> str:
@@ -114,9 +118,20 @@ def ensure_experiment(client: MlflowClient, name: str, tracking_uri: str) -> str
         return exp.experiment_id
 
 
+def quiet_store_client_logs() -> None:
+    """While a run streams, a tracking store outage is the recorder's to report (one line when it starts, one when
+    it ends; its writes wait and retry). MLflow's database layer would also log every failed call at ERROR with a
+    40-line SQLAlchemy traceback, and urllib3 a warning per HTTP retry: hundreds of lines for a 20 s restart."""
+    import logging
+
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+
+
 class RunRecorder:
     def __init__(self, tracking_uri: str, experiment: str, run_name: str, tags: Mapping[str, str],
-                 parent_run_id: str | None = None, heartbeat_s: float = HEARTBEAT_S):
+                 parent_run_id: str | None = None, heartbeat_s: float = HEARTBEAT_S,
+                 log: Callable[[str], None] | None = None):
         if tracking_uri.startswith("sqlite:"):
             Path(tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         self.client = MlflowClient(tracking_uri=tracking_uri)
@@ -133,6 +148,11 @@ class RunRecorder:
         self._errors: list[str] = []
         self._thread = threading.Thread(target=self._drain, name="mlflow-metrics", daemon=True)
         self._thread.start()
+        self._stopping = threading.Event()  # the run is ending: failed writes are retried only FLUSH_GRACE_S more
+        self.write_retries = 0  # failed metric writes retried (the store was away for a while)
+        self._log = log or (lambda line: None)
+        self._away_since: float | None = None  # when the current store outage was first seen
+        self.metrics_unwritten = 0  # metric values given up on: the run's per-batch record is incomplete
         self._ended = False
         self._heartbeat = Heartbeat(self.client, self.run_id, heartbeat_s)
 
@@ -161,32 +181,67 @@ class RunRecorder:
         self._queue.put([Metric(k, float(v), ts, step) for k, v in metrics.items() if v is not None])
 
     def _drain(self) -> None:
+        """Write queued metrics in batches. A write that fails (the tracking server or database is down, restarting)
+        is retried with backoff while the queue keeps collecting the stream's metrics, so an outage mid-run delays
+        them instead of losing them; only once the run is ending and the store has stayed away for FLUSH_GRACE_S
+        are the remaining writes given up, counted, and reported at the end of the run."""
+        ending = False
         while True:
             item = self._queue.get()
             if item is None:
                 self._queue.task_done()
                 return
             batch = list(item)
+            taken = 1
             while len(batch) < 900:
                 try:
                     more = self._queue.get_nowait()
                 except queue.Empty:
                     break
+                taken += 1
                 if more is None:
-                    self._queue.put(None)
-                    self._queue.task_done()
+                    ending = True
                     break
                 batch.extend(more)
+            ending = self._write_with_retries(batch, ending)
+            for _ in range(taken):
                 self._queue.task_done()
+            if ending:
+                # the sentinel was taken with this batch: write what is left, then stop
+                self._queue.put(None)
+
+    def _write_with_retries(self, batch: list[Metric], ending: bool) -> bool:
+        """Write one batch, retrying with backoff; returns whether the run is ending (the sentinel was seen)."""
+        delay, gave_up_at = RETRY_FIRST_S, None
+        while True:
             try:
                 for i in range(0, len(batch), 1000):
                     self.client.log_batch(self.run_id, metrics=batch[i : i + 1000])
-            except Exception as exc:  # keep the stream alive; the failure is reported at the end of the run
-                self._errors.append(f"{type(exc).__name__}: {exc}")
-            self._queue.task_done()
+                if self._away_since is not None:
+                    self._log(f"tracking store back after {time.time() - self._away_since:.0f} s: the delayed "
+                              "per-batch metrics are written")
+                    self._away_since = None
+                return ending
+            except Exception as exc:  # noqa: BLE001 - keep the stream alive; what could not be written is reported
+                if self._away_since is None:
+                    self._away_since = time.time()
+                    self._log(f"warning: tracking store unreachable ({type(exc).__name__}); the stream goes on, its "
+                              "per-batch metrics wait and are retried")
+                self.write_retries += 1
+                ending = ending or self._stopping.is_set()
+                if ending:
+                    gave_up_at = gave_up_at or time.monotonic() + FLUSH_GRACE_S
+                    if time.monotonic() >= gave_up_at:
+                        self._errors.append(f"{type(exc).__name__}: {exc}")
+                        self.metrics_unwritten += len(batch)
+                        return ending
+                time.sleep(delay)
+                delay = min(delay * 2, 15.0)
 
     def flush(self) -> list[str]:
-        """Wait until every queued metric is written; returns errors met while writing."""
+        """Wait until every queued metric is written (or, with the store away FLUSH_GRACE_S, given up); returns the
+        errors."""
+        self._stopping.set()
         self._queue.join()
         return list(self._errors)
 
@@ -204,18 +259,26 @@ class RunRecorder:
         self.client.set_terminated(self.run_id, status)
         self._ended = True
 
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str, detail: str | None = None) -> None:
+        """End the run FAILED with its one-line reason; the full error text (`detail`: the JVM's and Python's
+        stacks), when there is more to it, goes with the run as failure.txt — best effort, the store may be why."""
         if self._ended:
             return
         try:
             self._heartbeat.stop()
             self._stop_thread(timeout=10)
             self.client.set_tag(self.run_id, "failure_reason", reason[:5000])
+            if detail and detail.strip() != reason:
+                try:
+                    self.client.log_text(self.run_id, detail, "failure.txt")
+                except Exception:  # noqa: BLE001 - the reason is recorded; the detail is extra
+                    pass
         finally:
             self.client.set_terminated(self.run_id, "FAILED")
             self._ended = True
 
     def _stop_thread(self, timeout: float | None = None) -> None:
+        self._stopping.set()
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join(timeout)

@@ -24,7 +24,7 @@ from controllers.ledger import LEDGER_COLUMNS, ledger_rows, ledger_summary
 from controllers.loop import DecisionRecord
 from jobs.config import RunConfig
 from jobs.recording.plots import timeline_png
-from jobs.recording.recorder import RunRecorder, default_tracking_uri, flatten
+from jobs.recording.recorder import RunRecorder, default_tracking_uri, flatten, quiet_store_client_logs
 from jobs.recording.summary import summarise
 from jobs.sink_check import verify_output
 from jobs.spark_session import spark_settings
@@ -46,8 +46,9 @@ def open_run(config: RunConfig, controller: Controller, log: Callable[[str], Non
               "config_id": controllers.config_id(config.controller, config.controller_params) + placed,
               **({"placement": config.placement_label()} if config.placement else {}), **predictor_tags,
               **config.tags},
-        parent_run_id=config.parent_run_id,
+        parent_run_id=config.parent_run_id, log=log,
     )
+    quiet_store_client_logs()
     log(f"MLflow run {recorder.run_id} ({run_name}) in experiment {config.experiment!r} at {tracking_uri}")
     return recorder
 
@@ -139,6 +140,8 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
     summary.update(actuators.summary())
     errors = recorder.flush()
     summary["metric_logging_errors"] = len(errors)
+    summary["metric_write_retries"] = recorder.write_retries
+    summary["metric_values_unwritten"] = recorder.metrics_unwritten
     recorder.log_summary(summary)
 
     artifacts = output / "artifacts"
@@ -166,7 +169,9 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
     for name in logged:
         recorder.log_artifact(artifacts / name)
     if errors:
-        log(f"warning: {len(errors)} per-batch metric writes failed, first: {errors[0]}")
+        log(f"warning: {recorder.metrics_unwritten} per-batch metric values could not be written (the run is tagged "
+            f"metrics_incomplete), first error: {errors[0]}")
+        recorder.set_tags({"metrics_incomplete": "true"})
     if pruned:
         recorder.set_tags({"pruned": pruned[:5000]})
     recorder.finish("KILLED" if pruned else "FINISHED")

@@ -112,3 +112,15 @@ def test_an_unreachable_tracking_store_exits_4_in_one_line_before_anything_start
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: MLflow tracking server {uri} cannot be reached"), err
     assert not (tmp_path / "job").exists(), "nothing started"
+
+
+def test_an_output_folder_holding_a_users_files_is_refused_not_replaced(tmp_path, capsys):
+    """A run replaces its output folder; a mistyped --output-dir must never delete what a user keeps there."""
+    mine = tmp_path / "thesis"
+    mine.mkdir()
+    (mine / "chapter1.tex").write_text("months of work")
+    code, err = run_main(["--controller", "static", "--output-dir", str(mine)], capsys)
+    assert code == 2 and err.strip() == (f"error: --output-dir: {mine} holds files that are not a run's output (no "
+                                         ".elastic-run in it); a run replaces its output folder, so give a new or "
+                                         "empty folder"), err
+    assert (mine / "chapter1.tex").read_text() == "months of work"

@@ -1,0 +1,31 @@
+"""The one line a failed run reports: for a full disk, which of the run's folders ran out (Spark's and pyarrow's own
+messages name no path)."""
+import os
+import subprocess
+
+import pytest
+
+from jobs.errors import disk_full_reason
+
+SPARK_TEXT = ("streaming query failed: org.apache.spark...ForeachBatchUserFuncException ... OSError: [Errno 28] "
+              "Error writing bytes to file. Detail: [errno 28] No space left on device")
+
+
+def test_other_failures_are_left_to_the_general_reason(tmp_path):
+    assert disk_full_reason("RunFailed: gap in the events read", {"run's output": str(tmp_path)}) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_names_the_folder_with_the_least_room(tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)]).returncode != 0:
+        pytest.skip("this machine does not allow mounting a tmpfs")
+    try:
+        (small / "filler").write_bytes(b"\0" * 60_000)
+        line = disk_full_reason(SPARK_TEXT, {"run's output": str(small / "job"),
+                                             "artifact store": f"file://{tmp_path / 'artifacts'}",
+                                             "tracking store": "http://mlflow:5000"})
+    finally:
+        subprocess.run(["umount", "-l", str(small)])
+    assert line.startswith(f"disk full: no space left on device for the run's output in {small} (")
