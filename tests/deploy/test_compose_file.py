@@ -65,7 +65,8 @@ def test_credentials_only_come_from_the_users_env_file():
     example = dict(line.split("=", 1) for line in (ROOT / ".env.example").read_text().splitlines()
                    if line and not line.startswith("#"))
     assert used <= set(example), f"variables not documented in .env.example: {sorted(used - set(example))}"
-    for secret in ("POSTGRES_PASSWORD", "AIRFLOW_ADMIN_PASSWORD", "AIRFLOW_FERNET_KEY", "AIRFLOW_JWT_SECRET"):
+    for secret in ("POSTGRES_PASSWORD", "AIRFLOW_ADMIN_PASSWORD", "AIRFLOW_FERNET_KEY", "AIRFLOW_JWT_SECRET",
+                   "MLFLOW_ADMIN_PASSWORD", "MLFLOW_SECRET_KEY"):
         assert f"${{{secret}:?" in COMPOSE_TEXT, f"{secret} must be required, never defaulted"
         # empty in the example: `${X:?}` refuses an empty value as it refuses a missing one, so compose will not
         # start from an unedited copy (a placeholder such as 'change-me' would have been accepted as the password)

@@ -1,6 +1,7 @@
 """The MLflow server exactly as docker-compose.yaml starts it (its command, with the compose service names mapped to
 this machine), on the PostgreSQL server: runs, metrics, artifacts through the server and the model registry work
-the way the DAGs and jobs use them."""
+the way the DAGs and jobs use them, with the pipeline's account; without credentials nothing but /health answers,
+and a user an admin created with the default (READ) permission cannot move a champion's alias."""
 import os
 import signal
 import subprocess
@@ -20,12 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
-def mlflow_database():
-    with temporary_databases("compose_mlflow") as names:
-        yield names[0]
+def mlflow_databases():
+    with temporary_databases("compose_mlflow", "compose_mlflow_auth") as names:
+        yield names
 
 
-def test_the_compose_mlflow_server_command_serves_runs_artifacts_and_the_registry(mlflow_database, tmp_path):
+def test_the_compose_mlflow_server_command_serves_runs_artifacts_and_the_registry(mlflow_databases, tmp_path,
+                                                                                   monkeypatch):
+    from mlflow.exceptions import MlflowException
+    from mlflow.server.auth.client import AuthServiceClient
     from mlflow.tracking import MlflowClient
 
     from deploy.spark_cluster import free_port
@@ -33,12 +37,18 @@ def test_the_compose_mlflow_server_command_serves_runs_artifacts_and_the_registr
     service = yaml.safe_load((ROOT / "docker-compose.yaml").read_text())["services"]["mlflow"]
     command = service["command"][-1].replace("$$", "$")  # compose's escape for the container's own variables
     port = free_port()
-    local = (command.replace("postgres:5432/mlflow", f"127.0.0.1:5432/{mlflow_database}")
+    tracking_db, auth_db = mlflow_databases
+    local = (command.replace("postgres:5432/mlflow_auth", f"127.0.0.1:5432/{auth_db}")
+             .replace("postgres:5432/mlflow", f"127.0.0.1:5432/{tracking_db}")
+             .replace("/tmp/mlflow-auth.ini", str(tmp_path / "mlflow-auth.ini"))
              .replace("/mlflow/artifacts", str(tmp_path / "artifacts"))
              .replace("--port 5000", f"--port {port}").replace("--host 0.0.0.0", "--host 127.0.0.1")
              .replace("127.0.0.1:5000", f"127.0.0.1:{port}"))
     assert local.count(str(port)) == 2, local
-    env = {**os.environ, "POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": "",
+    assert "--app-name basic-auth" in local
+    password = "pipeline-secret-for-this-test"
+    env = {**os.environ, "POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": "", "MLFLOW_AUTH_ADMIN_PASSWORD": password,
+           "MLFLOW_FLASK_SERVER_SECRET_KEY": "a-key-for-this-test",
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
     log = tmp_path / "server.log"  # a file, not a pipe: its tail can be read while the server still runs
     with open(log, "wb") as out:
@@ -59,6 +69,13 @@ def test_the_compose_mlflow_server_command_serves_runs_artifacts_and_the_registr
             assert proc.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() < deadline, f"the MLflow server did not become healthy:\n{log.read_text()[-3000:]}"
             time.sleep(0.5)
+        monkeypatch.delenv("MLFLOW_TRACKING_USERNAME", raising=False)
+        monkeypatch.delenv("MLFLOW_TRACKING_PASSWORD", raising=False)
+        with pytest.raises(MlflowException, match="401|Unauthorized|credentials"):
+            MlflowClient(url).search_experiments()
+        # the pipeline's account, as docker-compose.yaml gives it to Airflow (MLflow's client reads these)
+        monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "admin")
+        monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", password)
         client = MlflowClient(url)
         experiment = client.create_experiment("compose-check")
         assert client.get_experiment(experiment).artifact_location.startswith("mlflow-artifacts:"), \
@@ -72,6 +89,15 @@ def test_the_compose_mlflow_server_command_serves_runs_artifacts_and_the_registr
         assert any((tmp_path / "artifacts").rglob("policy.txt")), "stored on the server's artifact volume"
         client.create_registered_model("controller-for-step")
         assert client.get_registered_model("controller-for-step").name == "controller-for-step"
+        version = client.create_model_version("controller-for-step", f"runs:/{run}/config", run_id=run)
+        client.set_registered_model_alias("controller-for-step", "champion", version.version)
+        AuthServiceClient(url).create_user("analyst", "analyst-password")
+        monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "analyst")
+        monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "analyst-password")
+        reader = MlflowClient(url)
+        assert reader.get_run(run).data.metrics["latency_p99_s"] == 1.5, "READ by default: runs can be compared"
+        with pytest.raises(MlflowException, match="PERMISSION_DENIED|Permission denied|403"):
+            reader.set_registered_model_alias("controller-for-step", "champion", version.version)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
