@@ -21,10 +21,10 @@ from analysis.report import report_for_parent
 from analysis.runs import DONE, load_runs
 from analysis.suite import REQUEST_FIELDS, Case, SuiteError, SuiteRequest, open_parent
 from jobs.champion import CHAMPION_ALIAS, model_name
+from jobs.recording.attempts import CASE_TAG
 from jobs.recording.recorder import REPO_ROOT
 
 JOB_ENTRY_POINT = str(REPO_ROOT / "jobs" / "run.py")
-CASE_TAG = "airflow.case"  # the case's index = its mapped task's map_index: how a task finds its MLflow run
 
 
 def champions(tracking_uri: str, workloads) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from controllers.ledger import LEDGER_COLUMNS, ledger_rows, ledger_summary
 from controllers.loop import DecisionRecord
 from jobs.config import RunConfig
 from jobs.recording.plots import timeline_png
+from jobs.recording.attempts import CASE_TAG, link_earlier_attempts
 from jobs.recording.recorder import RunRecorder, default_tracking_uri, flatten, quiet_store_client_logs
 from jobs.recording.summary import summarise
 from jobs.sink_check import verify_output
@@ -49,6 +50,12 @@ def open_run(config: RunConfig, controller: Controller, log: Callable[[str], Non
         parent_run_id=config.parent_run_id, log=log,
     )
     quiet_store_client_logs()
+    case = config.tags.get(CASE_TAG)
+    if config.parent_run_id and case is not None:
+        retried = link_earlier_attempts(recorder.client, recorder.run_id, recorder.experiment_id,
+                                        config.parent_run_id, case)
+        if retried:
+            log(f"a retry of case {case}: earlier attempt(s) {', '.join(retried)} (tags retry_of / retried_by)")
     log(f"MLflow run {recorder.run_id} ({run_name}) in experiment {config.experiment!r} at {tracking_uri}")
     return recorder
 
