@@ -8,40 +8,15 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import controllers
+from benchmarks.fabricated_suites import CHEAP, DEAR, record_suite
 from analysis.promote import LOCK_SUFFIX, PromotionBusy, promote_suite, promotion_lock
 from jobs.champion import CHAMPION_ALIAS, ChampionNotFound, load_champion, model_name
 from jobs.config import InputError
 from jobs.recording.recorder import REPO_ROOT
 from jobs.run import build_parser, config_from_args
 
-CHEAP = ("threshold", {"cooldown_s": 6.0}, [(0.99, 200), (0.98, 205), (0.99, 198), (0.99, 202)])
-DEAR = ("static", {"degree": 3}, [(1.0, 360), (1.0, 362), (1.0, 359), (1.0, 361)])
 MODEL = model_name("step")
 WINNER = controllers.config_label(*CHEAP[:2])  # threshold:cooldown_s=6.0
-
-
-def record_suite(uri: str, configs, failed_seeds: dict[str, list[int]] | None = None) -> str:
-    """A parent run with one child per (configuration, seed), tagged and logged like jobs.run does."""
-    client = MlflowClient(uri)
-    exp = client.get_experiment_by_name("promo")
-    exp_id = exp.experiment_id if exp else client.create_experiment("promo")
-    parent = client.create_run(exp_id, run_name="suite").info.run_id
-    for name, params, values in configs:
-        full = controllers.validate_config(name, params)
-        label = controllers.config_label(name, params)
-        for seed, (slo, cost) in enumerate(values):
-            failed = seed in (failed_seeds or {}).get(label, [])
-            run = client.create_run(exp_id, tags={
-                "mlflow.parentRunId": parent, "controller": name, "config": label,
-                "config_id": controllers.config_id(name, params), "workload": "step", "seed": str(seed)}).info.run_id
-            client.log_param(run, "slo.target", "0.95")
-            client.log_dict(run, {"controller": name, "params": full}, "config/controller.json")
-            if not failed:
-                client.log_metric(run, "slo_attainment", slo)
-                client.log_metric(run, "cost_slot_seconds", cost)
-            client.set_terminated(run, "FAILED" if failed else "FINISHED")
-    client.set_terminated(parent, "FINISHED")
-    return parent
 
 
 @pytest.fixture()
