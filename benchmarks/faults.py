@@ -343,6 +343,29 @@ def page(outcomes: list[Outcome], machine: str) -> str:
              "and its outcome is checked against the promise in the second column.", "",
              f"**{held} of {len(outcomes)} cases hold**; {sum(o.held for o in bad)} of {len(bad)} bad inputs are "
              f"rejected with exit 2 and one line naming the field, file and line where there is one.", "",
+             "Two tiers: `--tier cheap` needs no streaming run (seconds per case; `make test` runs it, "
+             "tests/benchmarks/test_faults.py); `--tier streaming` injects faults into real runs on Spark, one at a "
+             "time (benchmarks/faults_streaming.py). Servers a fault stops are the case's own (an MLflow server, a "
+             "PostgreSQL from initdb/pg_ctl, a standalone cluster), never the machine's. Lost and duplicated events "
+             "of a run that did not reach its end are counted from Spark's own checkpoint (what each committed "
+             "batch read) against the committed sink folders. `lines` counts what the fault added to the console "
+             "(not the run's usual start, progress and summary lines).", "",
+             "## The promises", "",
+             "- an unreachable tracking store is found before Spark starts, in one line, exit 4;",
+             "- mid-run, a tracking store that goes away (server restarting, database restarting) does not stop "
+             "the stream: per-batch metrics wait and are written when it is back (one line each way); if it stays "
+             "away past the run's end plus 60 s, the run is tagged `metrics_incomplete` and says how many values "
+             "are missing (its summary and artifacts are complete);",
+             "- stopping a run (SIGTERM from Airflow, Ctrl-C) stops the stream between two Spark calls: one line, "
+             "exit 1, the MLflow run FAILED `stopped by SIGTERM`, committed output exact, no JVM left;",
+             "- a run whose process died is marked KILLED with the reason by whoever next reads the runs (or at "
+             "once by its Airflow retry, which links both runs: `retry_of` / `retried_by`); such runs are never "
+             "compared or promoted;",
+             "- an executor or worker lost mid-run loses and duplicates nothing, and the run records the loss;",
+             "- a full disk: one line naming the folder, run FAILED, nothing promoted;",
+             "- a run never resumes another run's checkpoint; an output folder that is not a run's is refused "
+             "(exit 2), never deleted;",
+             "- two promotions at once leave one champion and no lock.", "",
              "| case | promise | holds | exit | lines | the line the user sees | MLflow runs | s |",
              "|---|---|---|---|---|---|---|---|"]
     for o in outcomes:

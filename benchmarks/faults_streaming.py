@@ -132,10 +132,12 @@ def _pids_gone(pids: list[int], timeout_s: float = 20.0) -> bool:
 
 
 # what every run prints: MLflow creating a new store's tables, the run's id, Java's module warning, the stream's
-# start, its per-batch progress and its summary; the lines a fault adds are the others
+# start, its per-batch progress and its summary (and, on an MLflow server, the links MLflow prints as a run ends);
+# the lines a fault adds are the others
 USUAL = (re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d INFO mlflow\.store\.db\.utils: "),
          re.compile(r"^MLflow run \w+ \("), re.compile(r"^WARNING: Using incubator modules"),
-         re.compile(r"^streaming: \d+ events over"), re.compile(r"^batch +\d+ +t="), re.compile(r"^summary: \{"))
+         re.compile(r"^streaming: \d+ events over"), re.compile(r"^batch +\d+ +t="), re.compile(r"^summary: \{"),
+         re.compile(r"^(🏃 View run|🧪 View experiment) "))
 
 
 def _unusual(lines: list[str]) -> list[str]:
@@ -366,7 +368,9 @@ def store_outage(kind: str) -> Callable[[Path], Outcome]:
         with server as outage:
             if outage is None:
                 return Outcome(case, "", False, None, 0, "", "", 0.0, skipped="no initdb/pg_ctl on this machine")
-            job = StreamingJob(scratch, uri, duration_s=60)
+            # a database store without a server keeps artifacts where the client says (MLflow's default: ./mlruns)
+            job = StreamingJob(scratch, uri, duration_s=60,
+                               env={"MLFLOW_DEFAULT_ARTIFACT_ROOT": str(scratch / "artifacts")})
             try:
                 job.wait_for_batches(3)
                 outage(20.0)
@@ -439,6 +443,76 @@ def cluster_loss(what: str) -> Callable[[Path], Outcome]:
     return run
 
 
+def airflow_retry(scratch: Path) -> Outcome:
+    """The Python driver SIGKILLed inside the experiment DAG's run_case task (a lost worker, an OOM kill), through
+    `airflow dags test` as a user runs it: the task fails without an exit code, the infrastructure retry starts the
+    case again, the retry's run is linked to the killed attempt's (which is KILLED at once), the DAG run succeeds
+    on the retry, and the analysis counts the case once."""
+    import json
+
+    import psutil
+    from mlflow.tracking import MlflowClient
+
+    from deploy.airflow_env import airflow_env
+    from jobs.recording.attempts import CASE_TAG, RETRIED_BY_TAG, RETRY_OF_TAG
+
+    started = time.monotonic()
+    uri = f"sqlite:///{scratch / 'mlflow.db'}"
+    env = {**os.environ, **airflow_env(home=scratch / "airflow", tracking_uri=uri, spark_master="local[2]")}
+    subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, capture_output=True, check=True,
+                   timeout=600)
+    conf = {"controllers": ["static:degree=1"], "workloads": ["constant"], "seeds": [1], "duration_s": 40,
+            "include_champions": False, "promote": False}
+    log = (scratch / "airflow.log").open("w")
+    dag = subprocess.Popen([sys.executable, "-m", "airflow", "dags", "test", "elastic_experiment", "-c",
+                            json.dumps(conf)], env=env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    killed = None
+    try:
+        client = MlflowClient(uri)
+        deadline = time.monotonic() + 600
+        while killed is None and time.monotonic() < deadline and dag.poll() is None:
+            time.sleep(1)
+            experiment = client.get_experiment_by_name("elastic-streaming")
+            runs = [] if experiment is None else client.search_runs(
+                [experiment.experiment_id], filter_string=f"tags.`{CASE_TAG}` = '0' and attributes.status = 'RUNNING'")
+            if runs and len(client.get_metric_history(runs[0].info.run_id, "batch.records_read")) >= 3:
+                drivers = [p for p in psutil.process_iter(["cmdline"])
+                           if any(a.endswith("jobs/run.py") for a in (p.info["cmdline"] or []))
+                           and runs[0].data.tags.get("liveness.pid") == str(p.pid)]
+                for driver in drivers:
+                    driver.kill()
+                    killed = runs[0].info.run_id
+        code = dag.wait(900)
+    finally:
+        if dag.poll() is None:
+            os.killpg(dag.pid, signal.SIGKILL)
+        log.close()
+    runs = sorted(_runs_of(uri, "elastic-streaming"), key=lambda r: r.info.start_time)
+    cases = [r for r in runs if r.data.tags.get(CASE_TAG) == "0"]
+    first, last = (cases[0], cases[-1]) if len(cases) >= 2 else (None, None)
+    m = last.data.metrics if last else {}
+    parent = next((r for r in runs if CASE_TAG not in r.data.tags and r.data.tags.get("kind") != "nightly"), None)
+    held = (killed is not None and first is not None and first.info.run_id == killed and first.info.status == "KILLED"
+            and first.data.tags.get(RETRIED_BY_TAG) == last.info.run_id
+            and last.data.tags.get(RETRY_OF_TAG) == killed and last.info.status == "FINISHED"
+            and m.get("records_lost") == 0 and m.get("records_duplicated") == 0
+            and parent is not None and parent.info.status == "FINISHED")
+    return Outcome("driver killed inside an Airflow task (retried)", "the retry's run FINISHED and linked to the "
+                   "killed attempt's (KILLED at once); the DAG run succeeds; the case counts once", held, code, 0,
+                   (first.data.tags.get("failure_reason", "") if first else "no attempt was killed"),
+                   f"{_statuses(cases)}; suite parent {parent.info.status if parent else 'none'}",
+                   time.monotonic() - started)
+
+
+def _runs_of(tracking_uri: str, experiment: str) -> list:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    return [] if found is None else client.search_runs([found.experiment_id])
+
+
 def cases() -> list[tuple[str, Callable[[Path], Outcome]]]:
     return [
         ("driver stopped mid-run (SIGTERM)", stop_signal(signal.SIGTERM, "driver stopped mid-run (SIGTERM)")),
@@ -452,4 +526,5 @@ def cases() -> list[tuple[str, Callable[[Path], Outcome]]]:
         ("PostgreSQL down for 20 s mid-run", store_outage("PostgreSQL")),
         ("standalone cluster: an executor killed mid-run", cluster_loss("an executor killed")),
         ("standalone cluster: a worker stopped mid-run", cluster_loss("a worker stopped")),
+        ("driver killed inside an Airflow task (retried)", airflow_retry),
     ]
