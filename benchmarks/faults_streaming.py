@@ -148,28 +148,40 @@ def _explain(lines: list[str]) -> str:
     return lines[-1] if lines else ""
 
 
+def _signalled_mid_run(scratch: Path, send: Callable[[StreamingJob], None],
+                       wait_s: float) -> tuple[StreamingJob, str, int, bool]:
+    """A light run on a store of its own, `send` applied once three batches are committed: (the job, its tracking
+    URI, its exit code, whether every JVM it had started is gone)."""
+    uri = f"sqlite:///{scratch / 'mlflow.db'}"
+    job = StreamingJob(scratch, uri)
+    try:
+        job.wait_for_batches(3)
+        jvms = job.jvm_pids()
+        send(job)
+        code = job.wait(wait_s)
+        jvm_gone = _pids_gone(jvms, 30)
+    finally:
+        job.kill_group()
+    return job, uri, code, jvm_gone
+
+
 def stop_signal(sig: signal.Signals, case: str) -> Callable[[Path], Outcome]:
     """SIGTERM (Airflow stopping a task) or SIGINT (Ctrl-C) to the driver while batches run."""
+    def send(job: StreamingJob) -> None:
+        if sig == signal.SIGINT:  # Ctrl-C: the terminal signals the whole foreground group, the JVM included
+            os.killpg(job.proc.pid, sig)
+        else:  # Airflow signals the task's process
+            os.kill(job.proc.pid, sig)
+
     def run(scratch: Path) -> Outcome:
         started = time.monotonic()
-        uri = f"sqlite:///{scratch / 'mlflow.db'}"
-        job = StreamingJob(scratch, uri)
-        try:
-            job.wait_for_batches(3)
-            jvms = job.jvm_pids()
-            if sig == signal.SIGINT:  # Ctrl-C: the terminal signals the whole foreground group, the JVM included
-                os.killpg(job.proc.pid, sig)
-            else:  # Airflow signals the task's process
-                os.kill(job.proc.pid, sig)
-            code = job.wait(120)
-        finally:
-            job.kill_group()
+        job, uri, code, jvm_gone = _signalled_mid_run(scratch, send, wait_s=120)
         lines = job.since_fault()
         runs = _runs(uri)
         out, lost, dup = _checkpoint_check(job.output)
         reason = runs[0].data.tags.get("failure_reason", "") if runs else ""
         held = (code == 1 and 1 <= len(lines) <= MAX_LINES and len(runs) == 1 and runs[0].info.status == "FAILED"
-                and reason == f"stopped by {sig.name}" and lost == dup == 0 and out > 0 and _pids_gone(jvms))
+                and reason == f"stopped by {sig.name}" and lost == dup == 0 and out > 0 and jvm_gone)
         return Outcome(case, "the stream stops, one line, run FAILED with the signal, committed output exact, no "
                        "JVM left", held, code, len(lines), _explain(lines),
                        f"{_statuses(runs)}; committed {out} events, lost {lost}, duplicated {dup}",
@@ -186,16 +198,7 @@ def driver_killed(scratch: Path) -> Outcome:
     from jobs.recording.liveness import reap_dead_runs
 
     started = time.monotonic()
-    uri = f"sqlite:///{scratch / 'mlflow.db'}"
-    job = StreamingJob(scratch, uri)
-    try:
-        job.wait_for_batches(3)
-        jvms = job.jvm_pids()
-        os.kill(job.proc.pid, signal.SIGKILL)
-        code = job.wait(60)
-        jvm_gone = _pids_gone(jvms, 30)
-    finally:
-        job.kill_group()
+    job, uri, code, jvm_gone = _signalled_mid_run(scratch, lambda j: os.kill(j.proc.pid, signal.SIGKILL), wait_s=60)
     client = MlflowClient(uri)
     [before] = _runs(uri)
     time.sleep(1.5)
