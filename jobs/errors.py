@@ -23,8 +23,9 @@ def disk_full_reason(text: str, folders: dict[str, str]) -> str | None:
 
     free = {}
     for what, path in folders.items():
-        if path and "://" not in path.removeprefix("file://"):
-            folder = first_existing(Path(path.removeprefix("file://")))
+        local = (path or "").removeprefix("file://")
+        if local.startswith("/"):  # a local folder (not s3://, mlflow-artifacts:/, a server)
+            folder = first_existing(Path(local))
             free[what] = (shutil.disk_usage(folder).free, folder)
     if not free:
         return "disk full: no space left on device"

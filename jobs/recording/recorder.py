@@ -146,13 +146,14 @@ class RunRecorder:
         self.tracking_uri = tracking_uri
         self._queue: queue.Queue = queue.Queue()
         self._errors: list[str] = []
-        self._thread = threading.Thread(target=self._drain, name="mlflow-metrics", daemon=True)
-        self._thread.start()
         self._stopping = threading.Event()  # the run is ending: failed writes are retried only FLUSH_GRACE_S more
+        self._give_up_at: float | None = None  # once ending with the store away: when the retries stop
         self.write_retries = 0  # failed metric writes retried (the store was away for a while)
         self._log = log or (lambda line: None)
         self._away_since: float | None = None  # when the current store outage was first seen
         self.metrics_unwritten = 0  # metric values given up on: the run's per-batch record is incomplete
+        self._thread = threading.Thread(target=self._drain, name="mlflow-metrics", daemon=True)
+        self._thread.start()
         self._ended = False
         self._heartbeat = Heartbeat(self.client, self.run_id, heartbeat_s)
 
@@ -203,16 +204,17 @@ class RunRecorder:
                     ending = True
                     break
                 batch.extend(more)
-            ending = self._write_with_retries(batch, ending)
+            self._write_with_retries(batch)
             for _ in range(taken):
                 self._queue.task_done()
             if ending:
                 # the sentinel was taken with this batch: write what is left, then stop
                 self._queue.put(None)
 
-    def _write_with_retries(self, batch: list[Metric], ending: bool) -> bool:
-        """Write one batch, retrying with backoff; returns whether the run is ending (the sentinel was seen)."""
-        delay, gave_up_at = RETRY_FIRST_S, None
+    def _write_with_retries(self, batch: list[Metric]) -> None:
+        """Write one batch, retrying with backoff; once the run is ending, only until FLUSH_GRACE_S after the first
+        failure seen while ending (one deadline for all that is left, not one per batch)."""
+        delay = RETRY_FIRST_S
         while True:
             try:
                 for i in range(0, len(batch), 1000):
@@ -221,21 +223,24 @@ class RunRecorder:
                     self._log(f"tracking store back after {time.time() - self._away_since:.0f} s: the delayed "
                               "per-batch metrics are written")
                     self._away_since = None
-                return ending
+                return
             except Exception as exc:  # noqa: BLE001 - keep the stream alive; what could not be written is reported
                 if self._away_since is None:
                     self._away_since = time.time()
                     self._log(f"warning: tracking store unreachable ({type(exc).__name__}); the stream goes on, its "
                               "per-batch metrics wait and are retried")
                 self.write_retries += 1
-                ending = ending or self._stopping.is_set()
-                if ending:
-                    gave_up_at = gave_up_at or time.monotonic() + FLUSH_GRACE_S
-                    if time.monotonic() >= gave_up_at:
+                wait = delay
+                if self._stopping.is_set():
+                    if self._give_up_at is None:
+                        self._give_up_at = time.monotonic() + FLUSH_GRACE_S
+                    left = self._give_up_at - time.monotonic()
+                    if left <= 0:
                         self._errors.append(f"{type(exc).__name__}: {exc}")
                         self.metrics_unwritten += len(batch)
-                        return ending
-                time.sleep(delay)
+                        return
+                    wait = min(delay, left)
+                time.sleep(wait)
                 delay = min(delay * 2, 15.0)
 
     def flush(self) -> list[str]:

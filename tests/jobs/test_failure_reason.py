@@ -29,3 +29,8 @@ def test_a_full_disk_names_the_folder_with_the_least_room(tmp_path):
     finally:
         subprocess.run(["umount", "-l", str(small)])
     assert line.startswith(f"disk full: no space left on device for the run's output in {small} (")
+
+
+def test_stores_that_are_not_local_folders_are_not_measured(tmp_path):
+    line = disk_full_reason(SPARK_TEXT, {"artifact store": "mlflow-artifacts:/1/abc", "tracking store": "s3://b/x"})
+    assert line == "disk full: no space left on device"
