@@ -4,12 +4,13 @@ table of what the user saw. docs/reliability.md is written from its output.
     python -m benchmarks.faults                      # every case, prints the table
     python -m benchmarks.faults --out docs/reliability.md
 
-This first tier needs no Spark run: an unreachable tracking store (MLflow server, database server, SQLite folder),
-a recording process killed with SIGKILL, the local stack's processes that outlive their leader, and the bad-input
-catalogue below, each through the command a user types (`python -m jobs.run` and the local stack's stop). The
-faults that need a streaming run (SIGTERM and SIGKILL mid-run, an executor or worker lost, disk full, a corrupted
-checkpoint, PostgreSQL restarted under a DAG run, MLflow down mid-run, the driver killed inside an Airflow task) are
-listed on the page as not in the suite yet, with the issue that brings them. The cheap cases run in `make test`
+    python -m benchmarks.faults --tier cheap         # seconds: no streaming run (what `make test` runs)
+
+The cheap tier (this module) needs no Spark run: an unreachable tracking store (MLflow server, database server,
+SQLite folder), a recording process killed with SIGKILL, the local stack's processes that outlive their leader, two
+promotions racing, and the bad-input catalogue below, each through the command a user types (`python -m jobs.run`,
+`python -m analysis.promote`, the local stack's stop). The streaming tier (benchmarks/faults_streaming.py) injects
+faults into real runs on Spark and into a DAG run. The cheap cases run in `make test`
 (tests/benchmarks/test_faults.py) through the same functions.
 """
 from __future__ import annotations
@@ -296,10 +297,6 @@ def cases() -> list[tuple[str, Callable[[Path], Outcome]]]:
     ]
 
 
-NOT_YET = (
-    ("the driver killed inside an Airflow task with retries (the retry's run linked to the failed one)", "issue #27"),
-)
-
 TIERS = ("cheap", "streaming", "all")
 
 
@@ -375,8 +372,6 @@ def page(outcomes: list[Outcome], machine: str) -> str:
     if skipped:
         lines += ["", "## Skipped on this machine", "",
                   *[f"- {o.case}: {o.skipped}" for o in skipped]]
-    lines += ["", "## Not in the suite yet", "",
-              *[f"- {what} ({where})" for what, where in NOT_YET]]
     return "\n".join(lines) + "\n"
 
 

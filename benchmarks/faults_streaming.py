@@ -326,9 +326,10 @@ def _wait_port(port: int, timeout_s: float) -> None:
 
 
 @contextmanager
-def private_postgres(scratch: Path, port: int) -> Iterator[Callable[[float], None] | None]:
-    """A PostgreSQL cluster of its own (`initdb` + `pg_ctl` in `scratch`, loopback only, trust auth) with an empty
-    database `mlflow`; yields a function that stops it for a while and starts it again (None without initdb)."""
+def private_postgres(scratch: Path, port: int, databases: tuple[str, ...] = ("mlflow",)
+                     ) -> Iterator[Callable[[float], None] | None]:
+    """A PostgreSQL cluster of its own (`initdb` + `pg_ctl` in `scratch`, loopback only, trust auth) with empty
+    `databases`; yields a function that stops it for a while and starts it again (None without initdb)."""
     initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
     if not (initdb and pg_ctl):
         yield None
@@ -343,8 +344,9 @@ def private_postgres(scratch: Path, port: int) -> Iterator[Callable[[float], Non
     ctl = [*run_as, pg_ctl, "-D", str(data), "-o", options, "-l", str(scratch / "postgres.log"), "-w"]
     subprocess.run([*ctl, "start"], check=True, capture_output=True)
     try:
-        subprocess.run([*run_as, shutil.which("createdb") or "createdb", "-h", "127.0.0.1", "-p", str(port),
-                        "-U", "postgres", "mlflow"], check=True, capture_output=True)
+        for database in databases:
+            subprocess.run([*run_as, shutil.which("createdb") or "createdb", "-h", "127.0.0.1", "-p", str(port),
+                            "-U", "postgres", database], check=True, capture_output=True)
 
         def outage(down_s: float) -> None:
             subprocess.run([*ctl, "-m", "fast", "stop"], check=True, capture_output=True)
@@ -446,64 +448,123 @@ def cluster_loss(what: str) -> Callable[[Path], Outcome]:
     return run
 
 
-def airflow_retry(scratch: Path) -> Outcome:
-    """The Python driver SIGKILLed inside the experiment DAG's run_case task (a lost worker, an OOM kill), through
-    `airflow dags test` as a user runs it: the task fails without an exit code, the infrastructure retry starts the
-    case again, the retry's run is linked to the killed attempt's (which is KILLED at once), the DAG run succeeds
-    on the retry, and the analysis counts the case once."""
+DAG_CONF = {"controllers": ["static:degree=1"], "workloads": ["constant"], "seeds": [1], "duration_s": 40,
+            "include_champions": False, "promote": False}
+
+
+def _dag_run_with_fault(scratch: Path, env: dict[str, str], inject: Callable[[object], bool]) -> tuple[int, bool]:
+    """`airflow dags test elastic_experiment` (one case) as a user runs it, with `inject(run)` called once the
+    case's MLflow run has three batches of metrics; returns (the command's exit code, whether it was injected)."""
     import json
 
-    import psutil
     from mlflow.tracking import MlflowClient
 
-    from deploy.airflow_env import airflow_env
-    from jobs.recording.attempts import CASE_TAG, RETRIED_BY_TAG, RETRY_OF_TAG
+    from jobs.recording.attempts import CASE_TAG
 
-    started = time.monotonic()
-    uri = f"sqlite:///{scratch / 'mlflow.db'}"
-    env = {**os.environ, **airflow_env(home=scratch / "airflow", tracking_uri=uri, spark_master="local[2]")}
     subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, capture_output=True, check=True,
                    timeout=600)
-    conf = {"controllers": ["static:degree=1"], "workloads": ["constant"], "seeds": [1], "duration_s": 40,
-            "include_champions": False, "promote": False}
     log = (scratch / "airflow.log").open("w")
     dag = subprocess.Popen([sys.executable, "-m", "airflow", "dags", "test", "elastic_experiment", "-c",
-                            json.dumps(conf)], env=env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            json.dumps(DAG_CONF)], env=env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
                            start_new_session=True)
-    killed = None
+    injected = False
     try:
-        client = MlflowClient(uri)
+        client = MlflowClient(env["MLFLOW_TRACKING_URI"])
         deadline = time.monotonic() + 600
-        while killed is None and time.monotonic() < deadline and dag.poll() is None:
+        while not injected and time.monotonic() < deadline and dag.poll() is None:
             time.sleep(1)
             experiment = client.get_experiment_by_name("elastic-streaming")
             runs = [] if experiment is None else client.search_runs(
                 [experiment.experiment_id], filter_string=f"tags.`{CASE_TAG}` = '0' and attributes.status = 'RUNNING'")
             if runs and len(client.get_metric_history(runs[0].info.run_id, "batch.records_read")) >= 3:
-                drivers = [p for p in psutil.process_iter(["cmdline"])
-                           if any(a.endswith("jobs/run.py") for a in (p.info["cmdline"] or []))
-                           and runs[0].data.tags.get("liveness.pid") == str(p.pid)]
-                for driver in drivers:
-                    driver.kill()
-                    killed = runs[0].info.run_id
+                injected = inject(runs[0])
         code = dag.wait(900)
     finally:
         if dag.poll() is None:
             os.killpg(dag.pid, signal.SIGKILL)
         log.close()
-    runs = sorted(_runs_of(uri, "elastic-streaming"), key=lambda r: r.info.start_time)
-    cases = [r for r in runs if r.data.tags.get(CASE_TAG) == "0"]
+    return code, injected
+
+
+def _case_runs(tracking_uri: str) -> tuple[list, object | None]:
+    """The case's runs (oldest first) and the suite's parent run."""
+    from jobs.recording.attempts import CASE_TAG
+
+    runs = sorted(_runs_of(tracking_uri, "elastic-streaming"), key=lambda r: r.info.start_time)
+    parent = next((r for r in runs if CASE_TAG not in r.data.tags), None)
+    return [r for r in runs if r.data.tags.get(CASE_TAG) == "0"], parent
+
+
+def airflow_retry(scratch: Path) -> Outcome:
+    """The Python driver SIGKILLed inside the experiment DAG's run_case task (a lost worker, an OOM kill): the task
+    fails without an exit code, the infrastructure retry starts the case again, the retry's run is linked to the
+    killed attempt's (which is KILLED at once), the suite completes on the retry and counts the case once."""
+    import psutil
+
+    from deploy.airflow_env import airflow_env
+    from jobs.recording.attempts import RETRIED_BY_TAG, RETRY_OF_TAG
+
+    started = time.monotonic()
+    uri = f"sqlite:///{scratch / 'mlflow.db'}"
+    env = {**os.environ, **airflow_env(home=scratch / "airflow", tracking_uri=uri, spark_master="local[2]")}
+    killed = []
+
+    def kill_driver(run) -> bool:
+        for p in psutil.process_iter(["cmdline"]):
+            if (any(a.endswith("jobs/run.py") for a in (p.info["cmdline"] or []))
+                    and run.data.tags.get("liveness.pid") == str(p.pid)):
+                p.kill()
+                killed.append(run.info.run_id)
+        return bool(killed)
+
+    code, _ = _dag_run_with_fault(scratch, env, kill_driver)
+    cases, parent = _case_runs(uri)
     first, last = (cases[0], cases[-1]) if len(cases) >= 2 else (None, None)
     m = last.data.metrics if last else {}
-    parent = next((r for r in runs if CASE_TAG not in r.data.tags and r.data.tags.get("kind") != "nightly"), None)
-    held = (killed is not None and first is not None and first.info.run_id == killed and first.info.status == "KILLED"
+    held = (bool(killed) and first is not None and first.info.run_id == killed[0] and first.info.status == "KILLED"
             and first.data.tags.get(RETRIED_BY_TAG) == last.info.run_id
-            and last.data.tags.get(RETRY_OF_TAG) == killed and last.info.status == "FINISHED"
+            and last.data.tags.get(RETRY_OF_TAG) == killed[0] and last.info.status == "FINISHED"
             and m.get("records_lost") == 0 and m.get("records_duplicated") == 0
             and parent is not None and parent.info.status == "FINISHED")
     return Outcome("driver killed inside an Airflow task (retried)", "the retry's run FINISHED and linked to the "
-                   "killed attempt's (KILLED at once); the DAG run succeeds; the case counts once", held, code, 0,
+                   "killed attempt's (KILLED at once); the suite completes; the case counts once", held, code, 0,
                    (first.data.tags.get("failure_reason", "") if first else "no attempt was killed"),
+                   f"{_statuses(cases)}; suite parent {parent.info.status if parent else 'none'}",
+                   time.monotonic() - started)
+
+
+def postgres_under_dag(scratch: Path) -> Outcome:
+    """The deployment's one PostgreSQL (Airflow's metadata and MLflow's tracking store, as docker-compose.yaml
+    has it; here a private instance) stopped for 20 s while the DAG's case streams: the stream goes on, its
+    metrics are written when the database is back, the suite completes with the case run once."""
+    from deploy.airflow_env import airflow_env
+
+    started = time.monotonic()
+    port = closed_port()
+    with private_postgres(scratch, port, databases=("mlflow", "airflow")) as outage:
+        if outage is None:
+            return Outcome("PostgreSQL down for 20 s under a DAG run", "", False, None, 0, "", "", 0.0,
+                           skipped="no initdb/pg_ctl on this machine")
+        base = f"postgresql+psycopg2://postgres@127.0.0.1:{port}"
+        uri = f"{base}/mlflow"
+        env = {**os.environ, **airflow_env(home=scratch / "airflow", database_url=f"{base}/airflow",
+                                           tracking_uri=uri, spark_master="local[2]"),
+               "MLFLOW_DEFAULT_ARTIFACT_ROOT": str(scratch / "artifacts")}
+        code, injected = _dag_run_with_fault(scratch, env, lambda run: outage(20.0) or True)
+        cases, parent = _case_runs(uri)
+        steps = None
+        if len(cases) == 1:
+            from mlflow.tracking import MlflowClient
+
+            steps = len(MlflowClient(uri).get_metric_history(cases[0].info.run_id, "batch.records_read"))
+    m = cases[-1].data.metrics if cases else {}
+    held = (injected and len(cases) == 1 and cases[0].info.status == "FINISHED" and m.get("records_lost") == 0
+            and m.get("records_duplicated") == 0 and steps == m.get("batches")
+            and parent is not None and parent.info.status == "FINISHED")
+    return Outcome("PostgreSQL down for 20 s under a DAG run", "the case streams on; metrics written when the "
+                   "database is back; the suite completes, the case run once", held, code, 0,
+                   f"per-batch metrics {steps} of {m.get('batches', 0):.0f} batches, retried writes "
+                   f"{m.get('metric_write_retries', 0):.0f}",
                    f"{_statuses(cases)}; suite parent {parent.info.status if parent else 'none'}",
                    time.monotonic() - started)
 
@@ -530,4 +591,5 @@ def cases() -> list[tuple[str, Callable[[Path], Outcome]]]:
         ("standalone cluster: an executor killed mid-run", cluster_loss("an executor killed")),
         ("standalone cluster: a worker stopped mid-run", cluster_loss("a worker stopped")),
         ("driver killed inside an Airflow task (retried)", airflow_retry),
+        ("PostgreSQL down for 20 s under a DAG run", postgres_under_dag),
     ]

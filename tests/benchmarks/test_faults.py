@@ -32,4 +32,4 @@ def test_the_catalogue_has_at_least_35_bad_inputs_and_a_sample_is_rejected_clean
     assert all(o.held for o in outcomes), [o for o in outcomes if not o.held]
     text = page(outcomes, "test machine")
     assert "**6 of 6 cases hold**; 6 of 6 bad inputs are rejected" in text
-    assert "`error: workload: " in text and "## Not in the suite yet" in text
+    assert "`error: workload: " in text and "## The promises" in text
