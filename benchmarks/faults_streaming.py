@@ -99,12 +99,13 @@ class StreamingJob:
             pass
 
 
-def _runs(tracking_uri: str) -> list:
+def _runs(tracking_uri: str, experiment: str = "faults") -> list:
+    """Every run of `experiment` (the jobs' "faults"; the DAG's "elastic-streaming")."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri)
-    experiment = client.get_experiment_by_name("faults")
-    return [] if experiment is None else client.search_runs([experiment.experiment_id])
+    found = client.get_experiment_by_name(experiment)
+    return [] if found is None else client.search_runs([found.experiment_id])
 
 
 def _statuses(runs: list) -> str:
@@ -490,7 +491,7 @@ def _case_runs(tracking_uri: str) -> tuple[list, object | None]:
     """The case's runs (oldest first) and the suite's parent run."""
     from jobs.recording.attempts import CASE_TAG
 
-    runs = sorted(_runs_of(tracking_uri, "elastic-streaming"), key=lambda r: r.info.start_time)
+    runs = sorted(_runs(tracking_uri, "elastic-streaming"), key=lambda r: r.info.start_time)
     parent = next((r for r in runs if CASE_TAG not in r.data.tags), None)
     return [r for r in runs if r.data.tags.get(CASE_TAG) == "0"], parent
 
@@ -567,14 +568,6 @@ def postgres_under_dag(scratch: Path) -> Outcome:
                    f"{m.get('metric_write_retries', 0):.0f}",
                    f"{_statuses(cases)}; suite parent {parent.info.status if parent else 'none'}",
                    time.monotonic() - started)
-
-
-def _runs_of(tracking_uri: str, experiment: str) -> list:
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri)
-    found = client.get_experiment_by_name(experiment)
-    return [] if found is None else client.search_runs([found.experiment_id])
 
 
 def cases() -> list[tuple[str, Callable[[Path], Outcome]]]:

@@ -28,7 +28,6 @@ class StopSignals:
     def __init__(self) -> None:
         self.received: int | None = None
         self._deferred = False
-        self._installed = False
 
     def install(self) -> None:
         """(Re)install the handlers: PySpark's SparkContext replaces the SIGINT handler with its own, which raises
@@ -37,7 +36,6 @@ class StopSignals:
             return  # an embedding caller's thread (a test, a notebook): signals stay the caller's business
         for sig in STOP_SIGNALS:
             signal.signal(sig, self._handle)
-        self._installed = True
 
     def _handle(self, signum, frame) -> None:
         self.received = signum

@@ -16,7 +16,7 @@ DAEMON_BLOCK = [
 
 def test_only_a_whole_daemon_block_is_noise():
     assert is_daemon_noise(DAEMON_BLOCK)
-    ours = [DAEMON_BLOCK[0], '  File "/work/jobs/batch.py", line 109, in __call__', DAEMON_BLOCK[-1]]
+    ours = [DAEMON_BLOCK[0], '  File "/opt/elastic/jobs/batch.py", line 109, in __call__', DAEMON_BLOCK[-1]]
     assert not is_daemon_noise(ours), "a broken pipe in the job's own code is a real error"
     assert not is_daemon_noise(DAEMON_BLOCK[:-1] + ["OSError: [Errno 28] No space left on device"])
 

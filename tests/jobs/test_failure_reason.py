@@ -1,10 +1,8 @@
 """The one line a failed run reports: for a full disk, which of the run's folders ran out (Spark's and pyarrow's own
 messages name no path)."""
-import os
-import subprocess
-
 import pytest
 
+from benchmarks.faults_streaming import small_filesystem
 from jobs.errors import disk_full_reason
 
 SPARK_TEXT = ("streaming query failed: org.apache.spark...ForeachBatchUserFuncException ... OSError: [Errno 28] "
@@ -15,19 +13,15 @@ def test_other_failures_are_left_to_the_general_reason(tmp_path):
     assert disk_full_reason("RunFailed: gap in the events read", {"run's output": str(tmp_path)}) is None
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 def test_a_full_disk_names_the_folder_with_the_least_room(tmp_path):
     small = tmp_path / "small"
-    small.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)]).returncode != 0:
-        pytest.skip("this machine does not allow mounting a tmpfs")
-    try:
+    with small_filesystem(small, "64k") as mounted:
+        if not mounted:
+            pytest.skip("this process may not mount a small tmpfs (needs root)")
         (small / "filler").write_bytes(b"\0" * 60_000)
         line = disk_full_reason(SPARK_TEXT, {"run's output": str(small / "job"),
                                              "artifact store": f"file://{tmp_path / 'artifacts'}",
                                              "tracking store": "http://mlflow:5000"})
-    finally:
-        subprocess.run(["umount", "-l", str(small)])
     assert line.startswith(f"disk full: no space left on device for the run's output in {small} (")
 
 
