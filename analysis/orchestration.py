@@ -59,13 +59,15 @@ def prepare(params: dict[str, Any], *, tracking_uri: str, experiment: str, kind:
     tuning confirmation)."""
     request = request or SuiteRequest.from_mapping({k: v for k, v in params.items() if k in REQUEST_FIELDS})
     request = with_oracle(request, tracking_uri)
-    champions = champion_variants(tracking_uri, request.workloads) if include_champions else {}
+    # a champion is promoted for the benchmark topology's operators; a suite of other queries runs its own variants
+    champions = champion_variants(tracking_uri, request.workloads) if include_champions and not request.queries else {}
     extra = tuple(v for v in dict.fromkeys(champions.values()) if v not in request.variants)
     if extra:
         request = replace(request, variants=request.variants + extra)
     tags = {"kind": kind, "airflow.dag_id": dag_id, "airflow.run_id": run_id}
     parent = open_parent(tracking_uri, experiment, f"{dag_id} {run_id}", tags,
                          {"controllers": " | ".join(request.variants), "workloads": " | ".join(request.workloads),
+                          **({"queries": " | ".join(request.queries)} if request.queries else {}),
                           "seeds": ",".join(map(str, request.seeds)), "duration_s": request.duration_s,
                           "slo.latency_s": request.slo_latency_s, "slo.target": request.slo_target})
     client = MlflowClient(tracking_uri)

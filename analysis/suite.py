@@ -23,6 +23,7 @@ from jobs.config import param_value
 from jobs.recording.machine import machine_tags
 from jobs.recording.recorder import REPO_ROOT, ensure_experiment
 from jobs.recording.tracking_check import check_tracking_store
+from jobs.config import query_workload_label
 from jobs.topology import TopologyError, load_topology
 from params.declare import Param, ParamError
 from params.run import RUN_SETTINGS
@@ -37,7 +38,7 @@ SUITE_SETTINGS: dict[str, Param] = {
 }
 # what a request (DAG params, a suite file) may hold; include_oracle adds the oracle calibrated on this store's
 # latest calibration (analysis.orchestration.with_oracle), so every run gets its cost and regret against the oracle
-REQUEST_FIELDS = ("controllers", "workloads", "seeds", *SUITE_SETTINGS, "include_oracle", "topology")
+REQUEST_FIELDS = ("controllers", "workloads", "seeds", *SUITE_SETTINGS, "include_oracle", "topology", "queries")
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -90,6 +91,11 @@ class Case:
     variant: str
     workload: str
     seed: int
+    query: str | None = None  # MODULE:FUNCTION of the query (None: the benchmark topology)
+
+    def label(self) -> str:
+        """The workload as the runs' `workload` tag names it (jobs.config.RunConfig.workload_label)."""
+        return self.workload if self.query is None else query_workload_label(self.workload, self.query)
 
     def run_args(self, request: "SuiteRequest", *, experiment: str, tracking_uri: str, parent_run_id: str,
                  tags: dict[str, str] | None = None) -> list[str]:
@@ -99,7 +105,9 @@ class Case:
         args = ["--controller", name, "--workload", self.workload, "--seed", str(self.seed),
                 "--slo-latency", str(request.slo_latency_s), "--slo-target", str(request.slo_target),
                 "--experiment", experiment, "--tracking-uri", tracking_uri, "--parent-run-id", parent_run_id,
-                "--run-name", f"{self.variant} | {self.workload} | seed {self.seed}", "--quiet"]
+                "--run-name", f"{self.variant} | {self.label()} | seed {self.seed}", "--quiet"]
+        if self.query is not None:
+            args += ["--query", self.query]
         if request.duration_s is not None:
             args += ["--duration", str(request.duration_s)]
         if request.topology != "default":
@@ -133,9 +141,11 @@ class SuiteRequest:
     topology: str = "default"  # a named topology (jobs.topology.NAMED_TOPOLOGIES) or a YAML file
     stop_when_slo_unreachable: bool = False  # tuning's confirmation: prune runs that can no longer meet the target
     include_oracle: bool = False  # add the calibrated oracle to the variants when the suite is opened
+    queries: tuple[str, ...] = ()  # queries (MODULE:FUNCTION, nexmark:qN) run instead of the benchmark topology
 
     def cases(self) -> list[Case]:
-        return [Case(v, w, s) for w in self.workloads for v in self.variants for s in self.seeds]
+        return [Case(v, w, s, q) for q in (self.queries or (None,)) for w in self.workloads for v in self.variants
+                for s in self.seeds]
 
     @classmethod
     def from_mapping(cls, raw: dict, where: str = "params", lines: dict[str, int] | None = None) -> "SuiteRequest":
@@ -194,13 +204,31 @@ class SuiteRequest:
         unknown = sorted(set(raw) - {*REQUEST_FIELDS, "tolerance", "description"})
         if unknown:
             problems.append(f"{where}: unknown field(s) {', '.join(unknown)}")
-        operators = load_topology("default").names  # every topology has the same operator names
+        queries = raw.get("queries") or []
+        operator_sets = {"topology": load_topology("default").names}  # every topology has the same operator names
+        if not isinstance(queries, list) or not all(isinstance(q, str) and q.strip() for q in queries):
+            problems.append(f"{at('queries')}: expected a list of MODULE:FUNCTION references, got {queries!r}")
+            queries = []
+        elif queries:
+            if topology != "default":
+                problems.append(f"{at('topology')}: declares the benchmark topology's costs; a suite with queries "
+                                "runs those instead")
+            operator_sets = {}
+            for i, ref in enumerate(queries):
+                from queries.api import QueryError
+                from queries.loading import load_query
+
+                try:
+                    operator_sets[ref] = load_query(ref)[0].names
+                except QueryError as exc:
+                    problems.append(f"{at(f'queries[{i}]')}: {str(exc).removeprefix(f'--query {ref!r}: ')}")
         for i, variant in enumerate(variants):
             controller, placement = split_placement(variant)
             name, params = parse_variant(controller)
             try:
-                controllers.build_controller(name, _values(params), operators,
-                                             max_degree=RUN_SETTINGS["max_degree"].default)
+                for operators in operator_sets.values():
+                    controllers.build_controller(name, _values(params), operators,
+                                                 max_degree=RUN_SETTINGS["max_degree"].default)
                 if placement is not None:
                     from controllers.placement import build_placement
 
@@ -217,7 +245,7 @@ class SuiteRequest:
             raise SuiteError("\n".join(problems))
         return cls(tuple(variants), tuple(workloads), tuple(seeds), numbers["duration_s"], numbers["slo_latency_s"],
                    numbers["slo_target"], numbers["max_events_per_batch"], tolerance, topology=str(topology),
-                   include_oracle=include_oracle)
+                   include_oracle=include_oracle, queries=tuple(q.strip() for q in queries))
 
     @classmethod
     def from_file(cls, path: Path) -> "SuiteRequest":
@@ -283,10 +311,10 @@ def run_suite(parent_run_id: str, request: SuiteRequest, *, tracking_uri: str, e
             args = case.run_args(request, experiment=experiment, tracking_uri=tracking_uri,
                                  parent_run_id=parent_run_id, tags=tags)
             cmd = [sys.executable, "-m", "jobs.run", *args, "--master", master, "--summary-json", str(summary_path)]
-            print(f"\n=== [{i + 1}/{len(cases)}] {case.variant} on {case.workload}, seed {case.seed}", flush=True)
+            print(f"\n=== [{i + 1}/{len(cases)}] {case.variant} on {case.label()}, seed {case.seed}", flush=True)
             code = subprocess.run(cmd, cwd=REPO_ROOT).returncode
             if code != 0 or not summary_path.exists():
-                result.failed.append(f"{case.variant} on {case.workload} seed {case.seed}")
+                result.failed.append(f"{case.variant} on {case.label()} seed {case.seed}")
                 continue
             summary = json.loads(summary_path.read_text())
             summary["variant"] = case.variant

@@ -233,7 +233,7 @@ def project_breakdown(ui: SparkUI, runs: list) -> dict[str, float]:
             last_job_end = max(s["job_completed"] for s in stages)
             add("  job: after the last job (sink commit, driver)", (batch_end - last_job_end) * 1000)
             stages_of = ["+".join(op.name for op in chain) for chain in
-                         chains(processor.topology, processor.degrees.degrees, processor.config.chain_operators)]
+                         chains(processor.query, processor.degrees.degrees, processor.config.chain_operators)]
             names = (["source read"] + stages_of if len(stages) == len(stages_of) + 1
                      else [f"stage {i}" for i in range(len(stages))])
             for name, stage in zip(names, stages):

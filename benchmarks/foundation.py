@@ -34,7 +34,7 @@ from pathlib import Path
 
 from controllers.loop import ControlLoop
 from jobs.config import RunConfig
-from jobs.operators import apply_operators
+from jobs.operators import apply_query, topology_query
 from jobs.sink import commit_batch
 
 SOURCE_ROWS_PER_BATCH = 2_000_000
@@ -132,7 +132,7 @@ def overhead(spark, work: Path, degree: int, events_per_batch: int, rounds: int,
     anchor_us = int((time.time() - 3600) * 1e6)  # every event is due: the source always has a backlog
 
     def bare(df, batch_id):
-        commit_batch(work / "bare", batch_id, apply_operators(df, topology, degrees).toArrow())
+        commit_batch(work / "bare", batch_id, apply_query(df, topology_query(topology), degrees).toArrow())
 
     def instrumented_rate(r: int) -> float:
         processor, recorder = instrumented_processor(spark, config, work / f"sink-{r}", f"bench-overhead-{r}",

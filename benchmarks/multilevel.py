@@ -34,7 +34,7 @@ import pandas as pd
 from benchmarks.foundation import _constant_workload, _saturated_rate
 from deploy.spark_cluster import StandaloneCluster, free_port
 from jobs.actuators.executors import read_executors
-from jobs.operators import apply_operators
+from jobs.operators import apply_query, topology_query
 from jobs.sink import commit_batch
 
 # every layout's executors fit in one worker's memory (two executors on one host is a layout), so memory never
@@ -118,7 +118,7 @@ def measure(layout: Layout, work: Path, events_per_batch: int, warm: int, measur
         out = work / "sink"
 
         def bare(df, batch_id):
-            commit_batch(out, batch_id, apply_operators(df, topology, degrees).toArrow())
+            commit_batch(out, batch_id, apply_query(df, topology_query(topology), degrees).toArrow())
 
         return _saturated_rate(spark, bare, spec_json, anchor_us, events_per_batch, warm, measured,
                                work / f"ckpt-{time.monotonic_ns()}")

@@ -51,6 +51,10 @@ from elastic_streaming import (OWNER, analyse_promote_close, experiment_name, ru
         "topology": Param("default", type="string", minLength=1,
                           description="the benchmark topology's operator costs: default, zero-cost, seep-mu5, "
                                       "seep-mu10, keyed-heavy, or a YAML file on the workers"),
+        "queries": Param([], type="array", items={"type": "string", "minLength": 1},
+                         description="queries to run instead of the benchmark topology, each MODULE:FUNCTION on the "
+                                     "workers (nexmark:q0 ... nexmark:q8, or your own: README 'Your own query'); "
+                                     "every case runs once per query"),
         "spark_conn_id": Param("spark_default", type="string", minLength=1,
                                description="Airflow connection of the Spark master (local[N] or spark://host:port)"),
         "include_champions": Param(True, type="boolean", description="add each workload's champion to the runs"),
@@ -60,8 +64,8 @@ from elastic_streaming import (OWNER, analyse_promote_close, experiment_name, ru
                                             "the oracle"),
         "suite": Param("", type="string",
                        description="a suite file (e.g. suites/bursty.yaml): its configurations, workloads, seeds, "
-                                   "duration, SLO, admission cap, topology and include_oracle replace the fields "
-                                   "above"),
+                                   "duration, SLO, admission cap, topology, queries and include_oracle replace the "
+                                   "fields above"),
         "promote": Param(True, type="boolean", description="apply the champion/challenger rule afterwards"),
     },
 )
@@ -81,6 +85,7 @@ def elastic_experiment():
                                 "seeds": list(suite.seeds), "duration_s": suite.duration_s,
                                 "slo_latency_s": suite.slo_latency_s, "slo_target": suite.slo_target,
                                 "max_events_per_batch": suite.max_events_per_batch, "topology": suite.topology,
+                                "queries": list(suite.queries),
                                 "include_oracle": suite.include_oracle})
             else:
                 suite = SuiteRequest.from_mapping({k: params[k] for k in REQUEST_FIELDS if k in params})

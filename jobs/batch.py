@@ -8,11 +8,13 @@ parallelism.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+import pyarrow as pa
 
 from controllers.loop import ControlLoop
 from controllers.placement import PlacementController
@@ -22,10 +24,11 @@ from jobs.actuators.placement import placement_snapshot
 from jobs.config import RunConfig
 from jobs.errors import RunFailed
 from jobs.metrics import OperatorStats, PlacementStats, ProcessSampler, StageTasks
-from jobs.operators import apply_operators, chains
+from jobs.operators import apply_query, chains
+from jobs.query_runtime import QueryState, batch_context
 from jobs.recording.recorder import RunRecorder
 from jobs.recording.summary import LatencyHistogram
-from jobs.sink import commit_batch
+from jobs.sink import FINAL, commit_batch
 from workloads import Schedule
 
 from params.units import US
@@ -38,8 +41,10 @@ class BatchProcessor:
                  recorder: RunRecorder, progress: Callable[[dict], None], actuators: RunActuators,
                  placement_factory: Callable[[], PlacementController] | None = None):
         self.config = config
-        self.topology = config.topo
-        self.ops = self.topology.names
+        self.query = config.job_query
+        self.ops = self.query.names
+        self.state = QueryState(self.query)  # a stateful operator's state between batches (jobs.query_runtime)
+        self.context = batch_context(config.spec, schedule.state())
         self.spark = spark
         self.schedule = schedule
         self.loop = loop
@@ -72,7 +77,7 @@ class BatchProcessor:
         self.placement = placement_factory() if placement_factory is not None and self.routing is not None else None
         self.placement_stats = PlacementStats(spark.sparkContext) if self.placement is not None else None
         self.placement_log: list[dict[str, Any]] | None = [] if self.placement is not None else None
-        self.keyed = next((op.name for op in self.topology.operators if op.keyed), None)
+        self.keyed = next((op.name for op in self.query.operators if op.keyed), None)
         self.batch_assignment: tuple[int, ...] = ()
 
     def __call__(self, df, spark_batch_id: int) -> None:
@@ -82,10 +87,13 @@ class BatchProcessor:
             # so this batch is empty by construction: nothing to measure or decide. It still runs the operators
             # and the writer once, on no rows, so that the first measured batch does not pay their start-up.
             self.startup_batches += 1
-            apply_operators(df, self.topology, self.degrees.degrees, chaining=self.config.chain_operators).toArrow()
+            apply_query(df, self.query, self.degrees.degrees, chaining=self.config.chain_operators,
+                        context=self.context, state=self.state.payload()).toArrow()
             return
         if self.first_spark_batch is None:
             self.first_spark_batch = spark_batch_id
+            # the query's tasks know the clock now: an event's time in the run is its arrival less the anchor
+            self.context = replace(self.context, anchor_us=self.anchor_us)
         # Measured batches are numbered from 0, like the plant model's: the controller sees the same ids either way.
         batch_id = spark_batch_id - self.first_spark_batch
         if self.config.fail_at_batch is not None and batch_id >= self.config.fail_at_batch:
@@ -101,25 +109,47 @@ class BatchProcessor:
         routing = self._placement_started(batch_id, degrees) if self.placement is not None else None
         self.stats.reset()
         group = self.stage_tasks.start(spark_batch_id)
-        out = apply_operators(df, self.topology, degrees, self.stats.accumulators, self.config.chain_operators,
-                              routing=routing,
-                              placement_stats=self.placement_stats.accumulator if routing is not None else None)
+        out = apply_query(df, self.query, degrees, self.stats.accumulators, self.config.chain_operators,
+                          routing=routing,
+                          placement_stats=self.placement_stats.accumulator if routing is not None else None,
+                          context=self.context, state=self.state.payload()).toArrow()
+        first, n = self._read_range(batch_id)
+        table = self.state.absorb(out)
+        if n:  # every event up to the last one read has been read: what that time closed is emitted with the batch
+            closed = self.state.advance(int(self.schedule.arrival_us(first + n - 1, first + n)[0]), False,
+                                        table.schema)
+            if closed is not None:
+                table = pa.concat_tables([table, closed])
         # one folder per Spark batch id, replaced as a whole: a batch replayed from the checkpoint rewrites its own
-        # output instead of adding to it (idempotent sink)
-        commit_batch(self.output, spark_batch_id, out.toArrow())
+        # output instead of adding to it (idempotent sink); it records the range of events it stands for
+        commit_batch(self.output, spark_batch_id, table, events=(first, n))
         end = time.time()
-        self._after_batch(batch_id, spark_batch_id, start, end, degrees, group)
+        self._after_batch(batch_id, spark_batch_id, start, end, degrees, group, first, n)
+
+    def _read_range(self, batch_id: int) -> tuple[int, int]:
+        """(first event, events) the batch read, checked: the first operator's tasks read exactly the contiguous
+        range that follows the previous batch's."""
+        first = self.next_event
+        raw = self.stats.raw(self.ops[0])
+        n = raw[0]
+        if raw[3] != n * first + n * (n - 1) // 2:
+            raise RunFailed(f"batch {batch_id}: events read are not the contiguous range [{first}, {first + n})")
+        return first, n
+
+    def finish(self) -> None:
+        """After the stream: what the query still holds and emits at the end (windows still open), committed as
+        the output's last folder."""
+        if not self.state.active:
+            return
+        closed = self.state.advance(None, True, self.state.output_schema)
+        if closed is not None:
+            commit_batch(self.output, FINAL, closed, events=(self.next_event, 0))
 
     def _after_batch(self, batch_id: int, spark_batch_id: int, start: float, end: float, degrees: dict[str, int],
-                     group: str) -> None:
+                     group: str, first: int, n: int) -> None:
         ops = self.stats.read(degrees)
-        first = self.next_event
-        n = ops[0].records_in
         stop = first + n
-        parse_raw, sink_raw = self.stats.raw(self.ops[0]), self.stats.raw(self.ops[-1])
-        expected_id_sum = n * first + n * (n - 1) // 2
-        if parse_raw[3] != expected_id_sum:
-            raise RunFailed(f"batch {batch_id}: events read are not the contiguous range [{first}, {stop})")
+        sink_raw = self.stats.raw(self.ops[-1])
         self.committed[spark_batch_id] = (first, n)
         self.next_event = stop
 
@@ -175,7 +205,7 @@ class BatchProcessor:
         self.prev_end_s = time_s
         self.due_at_prev_end = due_now
         stages_of = [tuple(op.name for op in chain)
-                     for chain in chains(self.topology, degrees, self.config.chain_operators)]
+                     for chain in chains(self.query, degrees, self.config.chain_operators)]
         self.stage_tasks.per_operator_later(group, stages_of, lambda observed: self._observed(row, observed))
         # per-batch metrics are named batch.*, apart from the run's summary metrics (latency_p99_s, records_out...)
         # that MLflow would otherwise show as the last batch's value

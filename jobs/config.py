@@ -26,6 +26,7 @@ from jobs.errors import InputError  # noqa: F401 (re-exported: callers import it
 from jobs.paths import OUTPUT_MARKER, first_existing
 from jobs.recording.tracking_check import check_tracking_store
 from jobs.topology import Topology, TopologyError, load_topology
+from queries.api import Query
 from workloads import WorkloadError, WorkloadSpec, load_workload
 
 
@@ -52,6 +53,9 @@ class RunConfig:
     source_partitions: int = RUN_SETTINGS["source_partitions"].default
     max_events_per_batch: int = RUN_SETTINGS["max_events_per_batch"].default
     topology: str | None = "default"
+    # what the run computes: None for the benchmark topology above, else MODULE:FUNCTION returning a queries.api.Query
+    # (a user's own query, or nexmark:qN)
+    query: str | None = None
     # operators at the same degree with no shuffle between them share a stage (jobs.operators.chains)
     chain_operators: bool = True
     tracking_uri: str | None = None
@@ -82,6 +86,8 @@ class RunConfig:
     # filled by validate()
     spec: WorkloadSpec | None = None
     topo: Topology | None = None
+    job_query: Query | None = None  # the operators the run executes: the topology's, or the --query's
+    query_module: Any = None  # a user's module, shipped to Spark's Python workers by value
     predictor: Any = None  # a LoadedPredictor when the controller asks for a registered one
     warnings: list[str] = field(default_factory=list)  # what validate() found questionable but not wrong
 
@@ -98,17 +104,18 @@ class RunConfig:
         trace = self.spec.streams[0].trace
         if trace is not None and trace.records == "task_events":
             self.topo = replace(self.topo, payload_format="google_task_events_csv")
+        self._load_query()
         self._check_run_settings()
         self._check_service_level()
         if self.policy_source is not None:
             from controllers.policy import PolicyError, parse_policy
 
             try:
-                parse_policy(str(self.controller_params.get("policy", "")), self.policy_source, self.topo.names)
+                parse_policy(str(self.controller_params.get("policy", "")), self.policy_source, self.job_query.names)
             except PolicyError as exc:
                 raise InputError(str(exc)) from None
         try:
-            controller = controllers.build_controller(self.controller, self.controller_params, self.topo.names,
+            controller = controllers.build_controller(self.controller, self.controller_params, self.job_query.names,
                                                       self.max_degree)
             controller.check_run(self.context())
         except ConfigError as exc:
@@ -132,6 +139,30 @@ class RunConfig:
         self.predictor = self._registered_predictor(controller.params)
         return self
 
+    def workload_label(self) -> str:
+        """What runs are compared within: the workload, and the query when it is not the benchmark topology (the
+        same controller on the same load is another case for another query)."""
+        return self.spec.name if self.query is None else query_workload_label(self.spec.name, self.query)
+
+    def _load_query(self) -> None:
+        """The operators this run executes: the benchmark topology's, or a --query's (imported and checked here,
+        before Spark starts)."""
+        from jobs.operators import topology_query
+
+        if self.query is None:
+            self.job_query = topology_query(self.topo)
+            return
+        if self.topology not in (None, "default"):
+            raise InputError(f"--topology {self.topology} declares the benchmark topology's costs; it cannot be "
+                             f"combined with --query {self.query} (a query declares its own operators)")
+        from queries.api import QueryError
+        from queries.loading import load_query
+
+        try:
+            self.job_query, self.query_module = load_query(self.query)
+        except QueryError as exc:
+            raise InputError(str(exc)) from None
+
     def _check_run_settings(self) -> None:
         """Each run setting against its one declaration (params.run), named by its flag."""
         for name, declared in RUN_SETTINGS.items():
@@ -153,6 +184,9 @@ class RunConfig:
             build_placement(self.placement, self.placement_params)
         except ParamError as exc:
             raise InputError(f"--placement: {exc}") from None
+        if self.query is not None:
+            raise InputError(f"--placement {self.placement}: placement controllers place the benchmark topology's "
+                             f"window key groups; --query {self.query} is not that topology")
         if not any(op.keyed for op in self.topo.operators):
             raise InputError(f"--placement {self.placement}: the topology has no keyed operator whose key groups it "
                              "could place")
@@ -235,6 +269,12 @@ class RunConfig:
                                              horizon=Horizon(self.trigger_s, steps))
         except PredictorLoadError as exc:
             raise InputError(f"controller {self.controller!r}: {exc}") from None
+
+
+def query_workload_label(workload: str, query: str) -> str:
+    """'step' with query 'nexmark:q5' -> 'step.nexmark-q5': a name MLflow accepts as part of a model name (the
+    champion of a workload class is registered under it)."""
+    return f"{workload}.{re.sub(r'[^A-Za-z0-9_-]+', '-', query).strip('-')}"
 
 
 def _check_writable(name: str, path: Path) -> None:

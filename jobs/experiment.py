@@ -31,7 +31,7 @@ from jobs.recording.recorder import LOCAL_STATE
 from jobs.recording.run_record import finish_run, open_run, record_configuration
 from jobs.recording.summary import slo_out_of_reach
 from jobs.stopping import RunStopped, StopSignals
-from jobs.spark_session import controller_spark_settings, package_code, start_spark, warm_up
+from jobs.spark_session import PACKAGES as PROJECT_PACKAGES, controller_spark_settings, package_code, start_spark, warm_up
 from params.units import US
 from workloads import Schedule
 
@@ -75,7 +75,7 @@ def wait_until_ready(query, timeout_s: float = 120.0) -> None:
 def make_controller(config: RunConfig, schedule: Schedule, log: Callable[[str], None]) -> controllers.Controller:
     """The configured controller, bound to this run (its settings, the schedule for the oracle, a registered
     load predictor when one was loaded)."""
-    controller = controllers.build_controller(config.controller, config.controller_params, config.topo.names,
+    controller = controllers.build_controller(config.controller, config.controller_params, config.job_query.names,
                                               config.max_degree)
     controller.bind(config.context(schedule))
     if config.predictor is not None and config.predictor.warning:
@@ -116,11 +116,12 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
                              f"unavailable: {a['reason']}" for a in actuators.describe()})
         loop = ControlLoop(controller, actuators.chain)
         schedule_state = schedule.state()
-        warm_up(spark, config.spec.to_json(), schedule_state, config.topo,
+        ship_query_module(config.query_module)
+        warm_up(spark, config.spec, schedule_state, config.job_query,
                 min(config.max_degree, sc.defaultParallelism), output / "warm-up", config.chain_operators)
         listener = ProgressListener()
         spark.streams.addListener(listener)
-        ops = config.topo.names
+        ops = config.job_query.names
         show = (lambda row: None) if config.quiet else (lambda row: log(format_progress(row, ops)))
         processor = BatchProcessor(config, spark, schedule, loop, output / "sink", recorder, show, actuators,
                                    placement_factory)
@@ -138,6 +139,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             raise RunFailed(f"streaming query failed: {exc}")
         time.sleep(0.5)  # let the listener deliver the last progress event
         processor.close()
+        processor.finish()
         actuators.wind_down()
         return finish_run(config, recorder, processor, schedule, listener.snapshot(), output, drained,
                           sc.defaultParallelism, actuators, log, pruned=pruned)
@@ -161,6 +163,16 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             spark.stop()
         if actuators is not None:
             actuators.release_hosts()  # the workers this run added go, whatever happened
+
+
+def ship_query_module(module) -> None:
+    """A user's query module is not in the code the job ships to Spark's workers (jobs.spark_session.package_code):
+    its functions go by value, inside each task's closure, as cloudpickle does for code defined in __main__."""
+    if module is None or module.__name__.split(".")[0] in PROJECT_PACKAGES:
+        return
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(module)
 
 
 def key_group_routing(spark, config: RunConfig, controller: controllers.Controller) -> KeyGroupRouting:

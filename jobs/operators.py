@@ -1,12 +1,13 @@
-"""The operators of the benchmark topology as Spark sees them: Arrow transformations run with mapInArrow, each
+"""Queries as Spark runs them: each operator's transformation runs with mapInArrow on the Arrow rows of one task,
 after a repartition to the operator's current degree (or chained into its predecessor's tasks when that
-repartition would change nothing: `chains`), each doing its declared per-record work.
+repartition would change nothing: `chains`), after the work it declares per record.
 
-Every operator does its real transformation on Arrow batches (vectorised) and then the work it declares per record
-(`jobs.topology`). Window state that spans micro-batches is kept as per-batch partial aggregates keyed by
-(window, key): each batch writes its own partials, and a window's result is the sum of its partials over batches.
-A change of parallelism only changes how a batch's partials are computed, never what they are, so it cannot lose or
-double count state.
+Also here: the benchmark topology's transformations (parse, enrich, window partials) and the topology written as a
+query with the operator API (`topology_query`), so the benchmark and a user's query run on one path. The
+benchmark's window state that spans micro-batches is kept as per-batch partial aggregates keyed by (window, key):
+each batch writes its own partials, and a window's result is the sum of its partials over batches. A change of
+parallelism only changes how a batch's partials are computed, never what they are, so it cannot lose or double
+count state. Queries with state held across batches (queries.api.Stateful) go through jobs.query_runtime.
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.topology import OperatorSpec, Topology
+from jobs.query_runtime import stateful_step
+from jobs.topology import Topology
+from queries.api import STATE_COLUMN, BatchContext, Operator, Query
 
 from params.units import US
 
@@ -32,14 +35,14 @@ OUTPUT_SCHEMAS = {"parse": PARSED_SCHEMA, "enrich": ENRICHED_SCHEMA, "window_agg
                   "sink": AGGREGATE_SCHEMA}
 
 
-def chains(topology: Topology, degrees: Mapping[str, int], chaining: bool = True) -> list[tuple[OperatorSpec, ...]]:
+def chains(query: Query, degrees: Mapping[str, int], chaining: bool = True) -> list[tuple[Operator, ...]]:
     """The operators grouped into the stages they run in. An operator joins its predecessor's stage (one Python
     task runs both, one after the other) when it needs no shuffle: it is not keyed and has the same degree, so the
     repartition before it would only move records between tasks of the same number. This is Flink's operator
     chaining; it saves a stage's fixed cost (task launch, Python worker hand-over, an Arrow round trip to the JVM,
     about 0.1 s per batch on 2 cores: docs/benchmarks.md) and changes no operator's degree or result."""
-    out: list[tuple[OperatorSpec, ...]] = []
-    for op in topology.operators:
+    out: list[tuple[Operator, ...]] = []
+    for op in query.operators:
         if chaining and out and not op.keyed and degrees[op.name] == degrees[out[-1][-1].name]:
             out[-1] = out[-1] + (op,)
         else:
@@ -47,31 +50,47 @@ def chains(topology: Topology, degrees: Mapping[str, int], chaining: bool = True
     return out
 
 
-def apply_operators(df, topology: Topology, degrees: Mapping[str, int], accumulators: Mapping | None = None,
-                    chaining: bool = True, routing: Sequence[int] | None = None, placement_stats=None):
-    """The topology on a micro-batch DataFrame: before each stage of chained operators, repartition to its degree
-    (by key for a keyed operator, so each (window, key) group lands in one task). With `accumulators`, each task
+def apply_query(df, query: Query, degrees: Mapping[str, int], accumulators: Mapping | None = None,
+                chaining: bool = True, routing: Sequence[int] | None = None, placement_stats=None,
+                context: BatchContext = BatchContext(), state: bytes | None = None):
+    """The query on a micro-batch DataFrame: before each stage of chained operators, repartition to its degree
+    (by its key for a keyed operator, so all rows of a key land in one task). With `accumulators`, each task
     reports each operator's metrics. With `routing` (one routing value per key group, jobs.actuators.placement),
     the keyed operator's keys go by key group to the partitions the placement table names, and with
-    `placement_stats` its tasks report per partition and per key group."""
+    `placement_stats` its tasks report per partition and per key group. `state` is the stateful operator's held
+    state (jobs.query_runtime.QueryState.payload); its output then carries the new state in one more column."""
+    from pyspark.sql import functions as F
+
     out = df
-    for chain in chains(topology, degrees, chaining):
+    first = query.operators[0].name
+    last = query.operators[-1].name
+    for chain in chains(query, degrees, chaining):
         head = chain[0]
         d = degrees[head.name]
         if head.keyed and routing is not None:
-            from pyspark.sql import functions as F
-
-            group = F.pmod(F.hash(F.col("key")), F.lit(len(routing))).cast("int")
+            group = F.pmod(F.hash(F.col(head.key)), F.lit(len(routing))).cast("int")
             route = F.element_at(F.array(*[F.lit(int(v)) for v in routing]), group + 1)
             out = out.withColumn(KEY_GROUP, group).repartition(d, route)
         else:
-            out = out.repartition(d, "key") if head.keyed else out.repartition(d)
-        functions = [make_operator(op, topology.window_s, accumulators[op.name] if accumulators is not None else None,
-                                   topology.payload_format,
-                                   placement_stats if op.keyed and routing is not None else None) for op in chain]
-        out = out.mapInArrow(functions[0] if len(functions) == 1 else _chained(functions),
-                             OUTPUT_SCHEMAS[chain[-1].kind])
+            out = out.repartition(d, head.key) if head.keyed else out.repartition(d)
+        functions = [task_function(op, context, accumulators[op.name] if accumulators is not None else None,
+                                   count_input_ids=op.name == first,
+                                   counts_events=query.counts_events if op.name == last else None,
+                                   placement_stats=placement_stats if op.keyed and routing is not None else None,
+                                   window_s=query.window_s, state=state,
+                                   state_output=_arrow_schema(op.schema) if op.state is not None else None)
+                     for op in chain]
+        schema = chain[-1].schema + (f", {STATE_COLUMN} BINARY" if chain[-1].state is not None else "")
+        out = out.mapInArrow(functions[0] if len(functions) == 1 else _chained(functions), schema)
     return out
+
+
+def _arrow_schema(ddl: str) -> pa.Schema:
+    """The Arrow schema Spark expects of rows declared as `ddl` (computed on the driver, where the JVM parses DDL)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import _parse_datatype_string
+
+    return to_arrow_schema(_parse_datatype_string(ddl))
 
 
 def _chained(functions: list[Callable]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -167,66 +186,93 @@ def window_partials(table: pa.Table, window_s: float) -> pa.Table:
     )
 
 
+# ---- the benchmark topology, written with the operator API (queries.api) -------------------------------------
+def topology_query(topology: Topology) -> Query:
+    """The benchmark topology (jobs.topology: declared costs) as a query: the same operators a user's query is
+    made of, so both run on one path."""
+    fmt, window_s = topology.payload_format, topology.window_s
+    transforms = {
+        "parse": lambda t, ctx: _per_batch(t, lambda b: parse_batch(b, fmt)),
+        "enrich": lambda t, ctx: _per_batch(t, enrich_batch),
+        # the whole task's input forms the partials, so each (window, key) is emitted once per task
+        "window_aggregate": lambda t, ctx: window_partials(t, window_s),
+        "sink": lambda t, ctx: t,
+    }
+    return Query(
+        name="benchmark", window_s=window_s, counts_events=_partials_count,
+        description="parse -> enrich -> keyed tumbling-window partial aggregates -> sink, with declared costs",
+        operators=tuple(Operator(op.name, transforms[op.kind], OUTPUT_SCHEMAS[op.kind],
+                                 key="key" if op.keyed else None, cpu_us=op.cpu_us, wait_us=op.wait_us)
+                        for op in topology.operators))
+
+
+def _per_batch(table: pa.Table, fn: Callable[[pa.RecordBatch], pa.RecordBatch]) -> pa.Table:
+    return pa.Table.from_batches([fn(b) for b in table.to_batches()])
+
+
+def _partials_count(table: pa.Table) -> tuple[int, int]:
+    """The events the window partials stand for, and the sum of their ids."""
+    return (int(pc.sum(table.column("events")).as_py() or 0), int(pc.sum(table.column("event_id_sum")).as_py() or 0))
+
+
 # ---- operators as mapInArrow functions ------------------------------------------------------------------------
-def _count_events(batch: pa.RecordBatch) -> tuple[int, int]:
-    """(events represented, sum of their ids): rows for raw events, the partial's counts after aggregation."""
-    if "events" in batch.schema.names:
-        return int(pc.sum(batch.column("events")).as_py() or 0), int(pc.sum(batch.column("event_id_sum")).as_py() or 0)
-    return batch.num_rows, int(pc.sum(batch.column("event_id")).as_py() or 0)
-
-
-def make_operator(op: OperatorSpec, window_s: float, stats=None, payload_format: str = "binary",
-                  placement_stats=None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function of one operator; with `stats` (an accumulator) it reports its task's metrics, with
-    `placement_stats` (the keyed operator under a placement controller) its partition's and key groups' figures."""
-    cpu_us, wait_us, kind = op.cpu_us, op.wait_us, op.kind
+def task_function(op: Operator, context: BatchContext, stats=None, count_input_ids: bool = False,
+                  counts_events: Callable[[pa.Table], tuple[int, int]] | None = None, placement_stats=None,
+                  window_s: float | None = None, state: bytes | None = None, state_output: pa.Schema | None = None
+                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of one operator: its declared cost, then its transformation on the task's whole
+    input. With `stats` (an accumulator) it reports its task's metrics (and, for the first operator, the sum of the
+    event ids it read: the batch checks they are the contiguous range the source served); with `placement_stats`
+    (the keyed operator under a placement controller) its partition's and key groups' figures. A stateful operator
+    also returns its keys' new state, as one more row (jobs.query_runtime)."""
+    cpu_us, wait_us = op.cpu_us, op.wait_us
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         start_wall = time.time()
         start = time.perf_counter()
-        records_in = records_out = events_out = id_sum_out = 0
-        if kind == "window_aggregate":
-            # the whole task's input forms the partials, so each (window, key) is emitted once per task
-            pending = list(batches)
-            records_in = sum(b.num_rows for b in pending)
-            spend(records_in, cpu_us, wait_us)
-            outputs = []
-            table = pa.Table.from_batches(pending) if records_in else None
-            if records_in:
-                outputs = window_partials(table, window_s).to_batches()
-        else:
-            outputs = []
-            for batch in batches:
-                records_in += batch.num_rows
-                spend(batch.num_rows, cpu_us, wait_us)
-                if kind == "parse":
-                    batch = parse_batch(batch, payload_format)
-                elif kind == "enrich":
-                    batch = enrich_batch(batch)
-                outputs.append(batch)
-        for batch in outputs:
-            records_out += batch.num_rows
-            if stats is not None:
-                e, s = _count_events(batch)
-                events_out += e
-                id_sum_out += s
+        pending = [b for b in batches if b.num_rows]
+        records_in = sum(b.num_rows for b in pending)
+        id_sum_in = sum(int(pc.sum(b.column("event_id")).as_py() or 0) for b in pending) if count_input_ids else 0
+        spend(records_in, cpu_us, wait_us)
+        table = pa.Table.from_batches(pending) if records_in else None
+        output: pa.Table | None = None
+        if table is not None:
+            if op.state is not None:
+                output = stateful_step(op, table, state, context, state_output)
+            else:
+                output = _as_table(op.transform(table, context))
+        records_out = output.num_rows if output is not None else 0
+        events_out = records_out
+        if counts_events is not None and output is not None:
+            events_out, _ = counts_events(output)
         busy = time.perf_counter() - start
         if stats is not None:
-            stats.add(task_stats(records_in, records_out, events_out, id_sum_out, busy, start_wall))
+            stats.add(task_stats(records_in, records_out, events_out, id_sum_in, busy, start_wall))
         if placement_stats is not None:
-            placement_stats.add(key_group_stats(table if kind == "window_aggregate" else None, window_s, busy))
-        yield from outputs
+            placement_stats.add(key_group_stats(table, window_s or 0.0, busy))
+        if output is not None:
+            yield from output.to_batches()
 
     return run
 
 
+def _as_table(x) -> pa.Table:
+    if isinstance(x, pa.RecordBatch):
+        return pa.Table.from_batches([x])
+    if isinstance(x, pa.Table):
+        return x
+    raise TypeError(f"an operator's transform must return a pyarrow Table or RecordBatch, got {type(x).__name__}")
+
+
 # ---- per-operator task statistics, merged by a Spark accumulator ----------------------------------------------
-# (records_in, records_out, events_out, event_id_sum_out, busy_s, tasks, max_task_s, first_start, last_end)
+# (records_in, records_out, events_out, event_id_sum_in, busy_s, tasks, max_task_s, first_start, last_end): events_out
+# is what the output stands for (records, or the events partial aggregates count); event_id_sum_in is the first
+# operator's only
 EMPTY_STATS = (0, 0, 0, 0, 0.0, 0, 0.0, float("inf"), float("-inf"))
 
 
-def task_stats(records_in, records_out, events_out, id_sum_out, busy_s, start_wall) -> tuple:
-    return (records_in, records_out, events_out, id_sum_out, busy_s, 1, busy_s, start_wall, start_wall + busy_s)
+def task_stats(records_in, records_out, events_out, id_sum_in, busy_s, start_wall) -> tuple:
+    return (records_in, records_out, events_out, id_sum_in, busy_s, 1, busy_s, start_wall, start_wall + busy_s)
 
 
 def merge_stats(a: tuple, b: tuple) -> tuple:

@@ -1,4 +1,5 @@
-"""Run one elasticity experiment: a controller steering the benchmark topology on a replayed workload.
+"""Run one elasticity experiment: a controller steering a query (the benchmark topology, a Nexmark query or the
+user's own) on a replayed workload.
 
 The single entry point for every way of running the job:
     python -m jobs.run --controller threshold --workload step --duration 60 --seed 1
@@ -41,6 +42,8 @@ examples:
   python -m jobs.run --controller-config my_controller.yaml --workload my_workload.yaml --master spark://127.0.0.1:7077
   python -m jobs.run --champion step        # the configuration promoted for workload class 'step'
   python -m jobs.run --policy my_policy.yaml --workload seep-periodic --topology seep-mu10
+  python -m jobs.run --controller ds2 --workload step --query nexmark:q5      # a Nexmark query
+  python -m jobs.run --controller threshold --workload step --query my_query.py:build   # your own query
 """
 
 
@@ -78,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--duration", type=float, help="override the workload's duration, seconds")
     w.add_argument("--seed", type=int, help="override the workload's seed")
     w.add_argument("--topology", default="default", help="'default', 'zero-cost' or a YAML file of operator costs")
+    w.add_argument("--query", metavar="MODULE:FUNCTION",
+                   help="run this query instead of the benchmark topology: a function returning a queries.api.Query "
+                        "(my_query:build, path/to/my_query.py:build) or a Nexmark query (nexmark:q0 ... nexmark:q8; "
+                        "README 'Your own query')")
     s = p.add_argument_group("service level and Spark")
     for name in ("slo_latency_s", "slo_target"):
         _setting(s, name)
@@ -211,7 +218,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         seed=args.seed, slo_latency_s=args.slo_latency_s, slo_target=args.slo_target,
         master=args.master or (None if _under_spark_submit() else "local[4]"), trigger_s=args.trigger_s,
         max_degree=args.max_degree, source_partitions=args.source_partitions,
-        max_events_per_batch=args.max_events_per_batch, topology=args.topology,
+        max_events_per_batch=args.max_events_per_batch, topology=args.topology, query=args.query,
         chain_operators=args.chain_operators,
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,

@@ -12,6 +12,7 @@ file system shared by the executors when the job runs on a cluster.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -20,21 +21,25 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SUCCESS = "_SUCCESS"
+SUCCESS = "_SUCCESS"  # written last, holding the range of events the folder stands for: {"first": f, "events": n}
+FINAL = "final"  # what a stateful query emits after the stream ended (jobs.batch.BatchProcessor.finish)
 
 
-def batch_folder(sink_dir: Path, spark_batch_id: int) -> Path:
-    return sink_dir / f"batch_id={spark_batch_id}"
+def batch_folder(sink_dir: Path, spark_batch_id: int | str) -> Path:
+    return sink_dir / (FINAL if spark_batch_id == FINAL else f"batch_id={spark_batch_id}")
 
 
-def commit_batch(sink_dir: Path, spark_batch_id: int, table: pa.Table) -> Path:
-    """Write the batch's output next to its final place, then move it there in one rename."""
+def commit_batch(sink_dir: Path, spark_batch_id: int | str, table: pa.Table,
+                 events: tuple[int, int] | None = None) -> Path:
+    """Write the batch's output next to its final place, then move it there in one rename. `events`: the range of
+    source events (first, count) the batch read, recorded in its _SUCCESS marker for the exactly-once check."""
     final = batch_folder(sink_dir, spark_batch_id)
     staging = sink_dir / f".{final.name}.{uuid.uuid4().hex}.tmp"
     staging.mkdir(parents=True)
     try:
         pq.write_table(table, staging / "part-00000.parquet")
-        (staging / SUCCESS).touch()
+        marker = {"first": events[0], "events": events[1]} if events is not None else {}
+        (staging / SUCCESS).write_text(json.dumps(marker))
         if final.exists():  # a replay of this batch: its earlier output goes, the new one takes its place
             shutil.rmtree(final)
         os.rename(staging, final)

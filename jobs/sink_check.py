@@ -1,8 +1,9 @@
 """Exactly-once, checked: read the committed output back and compare it with what each batch read.
 
-The event ids a batch read are a contiguous range, so the window partials it wrote must count exactly its events
-and their ids must sum to the range's sum. Anything else is loss or duplication, reported as a number (which must
-be 0), never assumed.
+The event ids a batch read are a contiguous range: each committed folder must name that range, and where the output
+counts the events it stands for (the benchmark's window partials, a pass-through), it must count exactly those
+events, whose ids sum to the range's sum. Anything else is loss or duplication, reported as a number (which must be
+0), never assumed.
 """
 from __future__ import annotations
 
@@ -10,30 +11,50 @@ import json
 import shutil
 from pathlib import Path
 
+from typing import Callable
+
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from jobs.sink import SUCCESS, batch_folder
+from jobs.sink import FINAL, SUCCESS, batch_folder
 
 
-def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]]) -> tuple[int, int, int]:
+def _partials(table: pa.Table) -> tuple[int, int]:
+    """The benchmark topology's output: window partials that count their events and sum their ids."""
+    return pa_sum(table, "events"), pa_sum(table, "event_id_sum")
+
+
+def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]],
+                  counts_events: Callable[[pa.Table], tuple[int, int]] | None = _partials) -> tuple[int, int, int]:
     """Read the committed output back and check it against what each batch read: (events out, lost, duplicated).
 
-    A batch that read events [first, first + n) must have written partials that count n events whose ids sum to
-    n*first + n(n-1)/2; a count below or above is loss or duplication, a wrong sum with the right count is both.
-    Folders of batches that never committed are removed, so nothing half-written is left behind."""
+    Every batch that read events [first, first + n) must have its folder, whose marker names that range; a batch
+    with no folder lost its n events, a marker naming another range is both loss and duplication. Where the query's
+    output says which events it stands for (`counts_events`: the benchmark's partials count them, a pass-through
+    is them), the output itself must count n events whose ids sum to n*first + n(n-1)/2; a count below or above is
+    loss or duplication, a wrong sum with the right count is both. Folders of batches that never committed are
+    removed, so nothing half-written is left behind."""
     events_out = lost = duplicated = 0
-    for staging in sink_dir.glob(".batch_id=*.tmp"):  # a commit cut short (jobs.sink.commit_batch)
+    for staging in sink_dir.glob(".*.tmp"):  # a commit cut short (jobs.sink.commit_batch)
         shutil.rmtree(staging)
     for folder in sink_dir.glob("batch_id=*"):
         if int(folder.name.split("=")[1]) not in committed or not (folder / SUCCESS).exists():
             shutil.rmtree(folder)
     for batch_id, (first, n) in sorted(committed.items()):
-        if not batch_folder(sink_dir, batch_id).exists():
+        folder = batch_folder(sink_dir, batch_id)
+        if not folder.exists():
             lost += n  # an empty batch writes nothing; any other batch's output is gone
             continue
-        table = pq.read_table(batch_folder(sink_dir, batch_id), columns=["events", "event_id_sum"])
-        got, id_sum = pa_sum(table, "events"), pa_sum(table, "event_id_sum")
+        marker = json.loads((folder / SUCCESS).read_text() or "{}")
+        if marker and (marker.get("first"), marker.get("events")) != (first, n):
+            lost += n
+            duplicated += int(marker.get("events") or 0)
+            continue
+        if counts_events is None:
+            events_out += n
+            continue
+        got, id_sum = counts_events(pq.read_table(folder))
         events_out += got
         if got < n:
             lost += n - got
@@ -43,6 +64,15 @@ def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]]) -> tupl
             lost += 1
             duplicated += 1
     return events_out, lost, duplicated
+
+
+def read_output(sink_dir: Path) -> pa.Table | None:
+    """Every committed batch's rows in batch order, then the final flush: what the query emitted (None: nothing)."""
+    folders = sorted(sink_dir.glob("batch_id=*"), key=lambda f: int(f.name.split("=")[1]))
+    folders += [f for f in [sink_dir / FINAL] if f.exists()]
+    tables = [pq.read_table(f) for f in folders if (f / SUCCESS).exists()]
+    tables = [t for t in tables if t.num_columns]
+    return pa.concat_tables(tables) if tables else None
 
 
 def pa_sum(table, column: str) -> int:

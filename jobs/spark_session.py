@@ -9,12 +9,13 @@ import zipfile
 from pathlib import Path
 
 from jobs.config import RunConfig
-from jobs.operators import apply_operators
+from jobs.operators import apply_query
+from jobs.query_runtime import batch_context
 from jobs.sink import commit_batch
 from jobs.recording.recorder import REPO_ROOT
-from jobs.topology import Topology
+from queries.api import Query
 
-PACKAGES = ("controllers", "jobs", "params", "workloads")
+PACKAGES = ("controllers", "jobs", "params", "queries", "workloads")
 
 
 def package_code(dest: Path, packages: tuple[str, ...] = PACKAGES) -> Path:
@@ -88,11 +89,12 @@ def start_spark(config: RunConfig, code_zip: Path, controller_settings: dict[str
     return spark
 
 
-def warm_up(spark, spec_json: str, schedule_state: str, topology: Topology, degree: int, scratch: Path,
+def warm_up(spark, spec, schedule_state: str, query: Query, degree: int, scratch: Path,
             chaining: bool = True) -> None:
     """Read a few thousand events through the replay source, run the operators on them and write them as the sink
     does, so Python workers, the source's generator and the writer have started before the clock starts."""
-    df = (spark.read.format("workload_replay").option("spec", spec_json).option("schedule_state", schedule_state)
+    df = (spark.read.format("workload_replay").option("spec", spec.to_json()).option("schedule_state", schedule_state)
           .option("stop", "4000").load())
-    table = apply_operators(df, topology, {op: degree for op in topology.names}, chaining=chaining).toArrow()
+    table = apply_query(df, query, {op: degree for op in query.names}, chaining=chaining,
+                        context=batch_context(spec, schedule_state)).toArrow()
     commit_batch(scratch, 0, table)

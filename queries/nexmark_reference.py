@@ -50,13 +50,14 @@ def q3(people: pd.DataFrame, auctions: pd.DataFrame) -> pd.DataFrame:
 
 def winning_bids(auctions: pd.DataFrame, bids: pd.DataFrame, until_us: int) -> pd.DataFrame:
     """Each auction closed by `until_us` (expired) that has a valid bid: the highest bid at or above its reserve
-    made while it was open, the earliest of equal prices (Beam's WinningBids)."""
+    made while it was open, the earliest of equal prices, then the first event (Beam's WinningBids)."""
     closed = auctions[auctions["expires_us"] <= until_us]
     m = bids.merge(closed[["id", "date_time_us", "expires_us", "reserve", "category", "seller"]],
                    left_on="auction", right_on="id", suffixes=("", "_auction"))
     valid = m[(m["date_time_us"] >= m["date_time_us_auction"]) & (m["date_time_us"] < m["expires_us"])
               & (m["price"] >= m["reserve"])]
-    best = valid.sort_values(["auction", "price", "date_time_us"], ascending=[True, False, True])
+    best = valid.sort_values(["auction", "price", "date_time_us", "event_id"], ascending=[True, False, True, True],
+                             kind="mergesort")
     return best.drop_duplicates("auction", keep="first")[["auction", "category", "seller", "price", "bidder",
                                                           "date_time_us"]]
 

@@ -126,6 +126,16 @@ def generate(seed: int, first: int, stop: int, event_time_us: np.ndarray, time_o
         raise ValueError(f"{len(times)} event times for {len(ids)} events")
     if time_of is None:
         time_of = _extrapolating(ids, times)
+    return generate_ids(seed, ids, times, time_of, config)
+
+
+def generate_ids(seed: int, ids: np.ndarray, times: np.ndarray, time_of,
+                 config: NexmarkConfig = NexmarkConfig()) -> dict[str, pd.DataFrame]:
+    """The events of any set of ids (one task's share of a micro-batch, in any order), with their times: every
+    field is a function of (seed, id) and, for an auction's expiry, of `time_of`, so the union over tasks is the
+    whole range's `generate`."""
+    ids = np.asarray(ids, np.int64)
+    times = np.asarray(times, np.int64)
     kinds = kind_of(ids)
     out = {}
     p = ids[kinds == PERSON]

@@ -28,6 +28,7 @@ from jobs.recording.attempts import CASE_TAG, link_earlier_attempts
 from jobs.recording.recorder import RunRecorder, default_tracking_uri, flatten, quiet_store_client_logs
 from jobs.recording.summary import summarise
 from jobs.sink_check import verify_output
+from queries.api import describe_query
 from jobs.spark_session import spark_settings
 from workloads import Schedule
 from workloads.plots import workload_png
@@ -36,13 +37,14 @@ from workloads.plots import workload_png
 def open_run(config: RunConfig, controller: Controller, log: Callable[[str], None]) -> RunRecorder:
     """The MLflow run, tagged so runs can be found by controller, workload, seed and configuration."""
     spec = config.spec
-    run_name = config.run_name or f"{config.controller}-{spec.name}-seed{spec.seed}"
+    run_name = config.run_name or f"{config.controller}-{config.workload_label()}-seed{spec.seed}"
     tracking_uri = config.tracking_uri or default_tracking_uri()
     predictor_tags = config.predictor.tags if config.predictor is not None else controller.run_tags()
     placed = f"+{config.placement_label()}" if config.placement else ""  # a placement controller makes another config
     recorder = RunRecorder(
         tracking_uri, config.experiment, run_name,
-        tags={"controller": config.controller, "workload": spec.name, "seed": str(spec.seed),
+        tags={"controller": config.controller, "workload": config.workload_label(), "seed": str(spec.seed),
+              **({"query": config.query} if config.query else {}),
               "config": controllers.config_label(config.controller, config.controller_params) + placed,
               "config_id": controllers.config_id(config.controller, config.controller_params) + placed,
               **({"placement": config.placement_label()} if config.placement else {}), **predictor_tags,
@@ -67,9 +69,7 @@ def record_configuration(recorder: RunRecorder, config: RunConfig, controller: C
     recorder.log_params({
         **flatten("controller", {"name": config.controller, **controller.params}),
         **flatten("workload", spec.to_dict()),
-        **flatten("topology", {op.name: {"kind": op.kind, "cpu_us": op.cpu_us, "wait_us": op.wait_us}
-                               for op in topology.operators}),
-        "topology.window_s": topology.window_s, "topology.payload_format": topology.payload_format,
+        **query_params(config),
         "slo.latency_s": config.slo_latency_s, "slo.target": config.slo_target,
         "trigger_s": config.trigger_s, "max_degree": config.max_degree,
         "source_partitions": config.source_partitions, "chain_operators": config.chain_operators,
@@ -88,13 +88,27 @@ def record_configuration(recorder: RunRecorder, config: RunConfig, controller: C
     recorder.log_dict(schedule.summary(), "config/workload_summary.json")
     recorder.log_params({"workload.total_events": schedule.total_events,
                          "workload.sha256": hashlib.sha256(spec.to_json().encode()).hexdigest()})
-    recorder.log_dict(topology.to_dict(), "config/topology.json")
+    if config.query is None:
+        recorder.log_dict(topology.to_dict(), "config/topology.json")
+    recorder.log_dict(describe_query(config.job_query), "config/query.json")
     for name, content in controller.run_artifacts().items():
         if isinstance(content, str):
             recorder.log_text(content, name)
         else:
             recorder.log_dict(content, name)
     recorder.log_artifact(workload_png(schedule, artifacts / "workload.png"))
+
+
+def query_params(config: RunConfig) -> dict[str, Any]:
+    """What the run computes: the benchmark topology's costs, or the user's query by reference and operators."""
+    if config.query is None:
+        topology = config.topo
+        return {"query": "benchmark",
+                **flatten("topology", {op.name: {"kind": op.kind, "cpu_us": op.cpu_us, "wait_us": op.wait_us}
+                                       for op in topology.operators}),
+                "topology.window_s": topology.window_s, "topology.payload_format": topology.payload_format}
+    return {"query": config.query, **flatten("query", {op["name"]: {k: v for k, v in op.items() if k != "name"}
+                                                        for op in describe_query(config.job_query)["operators"]})}
 
 
 def batch_table(rows: list[dict[str, Any]], progress: dict[int, dict[str, Any]]) -> pd.DataFrame:
@@ -129,7 +143,7 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
     was stopped early because its SLO target was out of reach: its figures are those of a partial run, recorded to
     show why it stopped, never compared as a complete one. Returns the summary."""
     batches = batch_table(list(processor.rows), progress)
-    events_out, lost, duplicated = verify_output(output / "sink", processor.committed)
+    events_out, lost, duplicated = verify_output(output / "sink", processor.committed, processor.query.counts_events)
     shutil.rmtree(output / "warm-up", ignore_errors=True)
     # the span in which the degrees were in force: first batch start to last batch end
     wall_s = float(batches["time_s"].iloc[-1] - batches["start_s"].iloc[0]) if len(batches) else 0.0

@@ -197,3 +197,19 @@ def test_a_suite_may_cap_what_a_batch_reads_and_a_negative_cap_is_refused():
     with pytest.raises(SuiteError, match="max_events_per_batch: must be >= 0"):
         SuiteRequest.from_mapping({"controllers": ["ds2"], "workloads": ["step"], "seeds": [1],
                                    "max_events_per_batch": -5}, "s.yaml")
+
+
+def test_a_suite_of_queries_runs_each_case_once_per_query_and_names_a_bad_one():
+    request = SuiteRequest.from_file(REPO_ROOT / "suites" / "nexmark.yaml")
+    cases = request.cases()
+    assert len(cases) == 8 * 2 * 3 and {c.query for c in cases} == set(request.queries)
+    case = next(c for c in cases if c.query == "nexmark:q5" and c.variant == "ds2")
+    args = case.run_args(request, experiment="e", tracking_uri="sqlite:///x.db", parent_run_id="p")
+    assert args[args.index("--query") + 1] == "nexmark:q5"
+    assert case.label() == f"{case.workload}.nexmark-q5"  # the runs' workload tag: compared per query
+    with pytest.raises(SuiteError) as err:
+        SuiteRequest.from_mapping({"controllers": ["static:degrees={enrich: 3}"], "workloads": ["step"],
+                                   "queries": ["nexmark:q1", "nexmark:q6"]})
+    message = str(err.value)
+    assert "params.queries[1]: " in message and "has no function 'q6'" in message
+    assert "unknown operator" in message or "enrich" in message  # q1 has no operator 'enrich'

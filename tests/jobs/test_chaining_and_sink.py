@@ -7,16 +7,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.operators import EMPTY_STATS, _chained, chains, make_operator, merge_stats
+from jobs.operators import EMPTY_STATS, _chained, chains, merge_stats, task_function, topology_query
 from jobs.sink import batch_folder, commit_batch
 from jobs.sink_check import verify_output
 from jobs.topology import DEFAULT_TOPOLOGY
+from queries.api import BatchContext
+
+QUERY = topology_query(DEFAULT_TOPOLOGY)
 
 NAMES = DEFAULT_TOPOLOGY.names  # parse, enrich, aggregate (keyed), sink
 
 
 def grouped(degrees: dict[str, int], chaining: bool = True) -> list[tuple[str, ...]]:
-    return [tuple(op.name for op in chain) for chain in chains(DEFAULT_TOPOLOGY, degrees, chaining)]
+    return [tuple(op.name for op in chain) for chain in chains(QUERY, degrees, chaining)]
 
 
 @pytest.mark.parametrize("degrees, expected", [
@@ -57,14 +60,18 @@ def _events(n: int, first: int = 0) -> list[pa.RecordBatch]:
     })]
 
 
+def _operator(op, stats):
+    return task_function(op, BatchContext(), stats, count_input_ids=True)
+
+
 def test_chained_operators_give_the_same_output_and_each_keeps_its_own_metrics():
-    ops = DEFAULT_TOPOLOGY.operators[:2]  # parse, enrich: the stateless pair a stage chains
+    ops = QUERY.operators[:2]  # parse, enrich: the stateless pair a stage chains
     separate_stats = {op.name: _Accumulator() for op in ops}
     data = _events(500)
     for op in ops:
-        data = list(make_operator(op, 5.0, separate_stats[op.name])(iter(data)))
+        data = list(_operator(op, separate_stats[op.name])(iter(data)))
     chained_stats = {op.name: _Accumulator() for op in ops}
-    chained = list(_chained([make_operator(op, 5.0, chained_stats[op.name]) for op in ops])(iter(_events(500))))
+    chained = list(_chained([_operator(op, chained_stats[op.name]) for op in ops])(iter(_events(500))))
     assert pa.Table.from_batches(chained).equals(pa.Table.from_batches(data))
     for op in ops:
         records_in, records_out, events_out, id_sum, busy, tasks, *_ = chained_stats[op.name].value

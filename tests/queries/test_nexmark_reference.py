@@ -7,7 +7,8 @@ S = 1_000_000
 
 
 def bids(rows):
-    return pd.DataFrame(rows, columns=["auction", "bidder", "price", "date_time_us"])
+    df = pd.DataFrame(rows, columns=["auction", "bidder", "price", "date_time_us"])
+    return df.assign(event_id=range(len(df)))
 
 
 def test_q1_q2_convert_and_select():

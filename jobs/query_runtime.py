@@ -1,0 +1,133 @@
+"""What a query needs at run time beyond its operators: the state a stateful operator holds between micro-batches,
+and the context its tasks run in.
+
+The state lives on the driver (queries.api explains why). Each batch it travels to the tasks in the operator's
+closure as Arrow IPC bytes; each task keeps the rows of the keys in its input and returns their new rows and the
+keys it handled as one extra row of the output (column `_state`, every other column null); the driver splits that
+row off, replaces those keys' rows, and calls the operator's `on_watermark` with the event time up to which every
+event has been read. Partitioning the state afresh by key in every batch is what lets a controller change the
+operator's degree between two batches without moving anything by hand.
+"""
+from __future__ import annotations
+
+import hashlib
+import pickle
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from queries.api import STATE_COLUMN, BatchContext, Operator, Query
+
+_SCHEDULES: dict[str, Any] = {}
+
+
+class ScheduleRef:
+    """The workload's schedule where a task runs: built on first use from the spec and the driver's per-bucket
+    state (no trace files needed on workers), then cached per Python worker."""
+
+    def __init__(self, spec_json: str, state: str | None = None):
+        self.spec_json = spec_json
+        self.state = state
+        self.digest = hashlib.sha1((spec_json + (state or "")).encode()).hexdigest()
+
+    def get(self):
+        schedule = _SCHEDULES.get(self.digest)
+        if schedule is None:
+            import json
+
+            from workloads.schedule import Schedule
+            from workloads.spec import parse_workload
+
+            spec = parse_workload(json.loads(self.spec_json), source="schedule", check_traces=False)
+            schedule = Schedule.from_state(spec, self.state) if self.state else Schedule(spec)
+            _SCHEDULES[self.digest] = schedule
+        return schedule
+
+
+def batch_context(spec, schedule_state: str | None, anchor_us: int = 0) -> BatchContext:
+    return BatchContext(anchor_us=anchor_us, seed=spec.seed, schedule=ScheduleRef(spec.to_json(), schedule_state))
+
+
+def to_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+def stateful_step(op: Operator, rows: pa.Table, state: bytes | None, context: BatchContext,
+                  output_schema: pa.Schema) -> pa.Table:
+    """One task of a stateful operator: its keys' held state in, its output rows and one state row out."""
+    spec = op.state
+    held = from_ipc(state) if state else spec.schema.empty_table()
+    keys = pc.unique(rows.column(op.key))
+    mine = held.filter(pc.is_in(held.column(op.key), value_set=keys.cast(held.schema.field(op.key).type)))
+    output, new_state = op.state.step(rows, mine, context)
+    output = _conform(output, output_schema, f"operator {op.name!r}: its output")
+    new_state = _conform(new_state, spec.schema, f"operator {op.name!r}: its new state")
+    payload = pickle.dumps((to_ipc(new_state), keys), protocol=5)
+    body = output.append_column(STATE_COLUMN, pa.nulls(output.num_rows, pa.binary()))
+    marker = pa.table({**{f.name: pa.nulls(1, f.type) for f in output_schema}, STATE_COLUMN: pa.array([payload])})
+    return pa.concat_tables([body, marker.cast(body.schema)])
+
+
+def _conform(table, schema: pa.Schema, what: str) -> pa.Table:
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    if not isinstance(table, pa.Table):
+        raise TypeError(f"{what} must be a pyarrow Table, got {type(table).__name__}")
+    missing = [n for n in schema.names if n not in table.column_names]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {', '.join(missing)} (declared: {', '.join(schema.names)})")
+    return table.select(schema.names).cast(schema)
+
+
+class QueryState:
+    """The stateful operator's state on the driver, and the watermark it has seen."""
+
+    def __init__(self, query: Query):
+        self.op = query.stateful
+        self.table = self.op.state.schema.empty_table() if self.op is not None else None
+        self.watermark_us: int | None = None
+        self.output_schema: pa.Schema | None = None  # the committed rows' schema, known from the first batch
+
+    @property
+    def active(self) -> bool:
+        return self.op is not None
+
+    def payload(self) -> bytes | None:
+        return to_ipc(self.table) if self.op is not None and self.table.num_rows else None
+
+    def absorb(self, output: pa.Table) -> pa.Table:
+        """The batch's output without its state rows; the state rows replace the held rows of their keys."""
+        if self.op is None:
+            return output
+        marked = pc.is_valid(output.column(STATE_COLUMN))
+        rows = output.filter(pc.invert(marked)).drop_columns([STATE_COLUMN])
+        self.output_schema = rows.schema
+        parts = [pickle.loads(p) for p in output.filter(marked).column(STATE_COLUMN).to_pylist()]
+        if parts:
+            key = self.op.key
+            handled = pa.chunked_array([k for _, k in parts]).cast(self.table.schema.field(key).type)
+            kept = self.table.filter(pc.invert(pc.is_in(self.table.column(key), value_set=handled.combine_chunks())))
+            self.table = pa.concat_tables([kept] + [from_ipc(s).cast(self.table.schema) for s, _ in parts])
+        return rows
+
+    def advance(self, watermark_us: int | None, final: bool, schema: pa.Schema | None) -> pa.Table | None:
+        """What the event time closed, as rows of the query's output schema (None: nothing)."""
+        if self.op is None or self.op.state.on_watermark is None or schema is None:
+            return None
+        if watermark_us is not None:
+            self.watermark_us = watermark_us
+        if self.watermark_us is None:
+            return None
+        emitted, self.table = self.op.state.on_watermark(self.table, self.watermark_us, final)
+        self.table = _conform(self.table, self.op.state.schema, f"operator {self.op.name!r}: its kept state")
+        if emitted is None or emitted.num_rows == 0:
+            return None
+        return _conform(emitted, schema, f"operator {self.op.name!r}: what on_watermark emitted")

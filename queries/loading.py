@@ -1,0 +1,76 @@
+"""Finding the query a run computes from its reference on the command line: `module:function` (a module on the
+Python path, or a .py file), or `nexmark:qN` for the project's Nexmark queries. The function takes no argument and
+returns a queries.api.Query; everything wrong with it is a QueryError naming the reference and the field."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from queries.api import Query, QueryError, check_query
+
+SHORTHANDS = {"nexmark": "queries.nexmark"}
+
+
+def load_query(ref: str) -> tuple[Query, ModuleType]:
+    """The checked query and the module it came from (the job ships a user's module to Spark's workers)."""
+    module_name, sep, function = ref.rpartition(":")
+    if not sep or not module_name or not function:
+        raise QueryError(f"--query {ref!r}: expected MODULE:FUNCTION (e.g. my_query:build, path/to/my_query.py:build "
+                         "or nexmark:q3)")
+    module = _import(SHORTHANDS.get(module_name, module_name), ref)
+    build = getattr(module, function, None)
+    if build is None:
+        listed = getattr(module, "QUERIES", None)  # a module of several queries (queries.nexmark) lists them
+        choices = f"; it has {', '.join(listed)}" if listed else ""
+        raise QueryError(f"--query {ref!r}: module {module.__name__!r} ({module.__file__}) has no function "
+                         f"{function!r}{choices}")
+    if not callable(build):
+        raise QueryError(f"--query {ref!r}: {function!r} in {module.__file__} is not a function")
+    try:
+        query = build()
+    except QueryError as exc:
+        raise QueryError(f"--query {ref!r}: {exc}") from None
+    except Exception as exc:
+        raise QueryError(f"--query {ref!r}: {function}() failed: {type(exc).__name__}: {exc}") from None
+    return check_query(query, f"--query {ref}"), module
+
+
+def _import(name: str, ref: str) -> ModuleType:
+    if name.endswith(".py"):
+        path = Path(name)
+        if not path.is_file():
+            raise QueryError(f"--query {ref!r}: no file {path}")
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            sys.modules.pop(path.stem, None)
+            raise QueryError(f"--query {ref!r}: {path} cannot be imported: {_where(exc)}") from None
+        return module
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and name.startswith(exc.name):
+            raise QueryError(f"--query {ref!r}: no module named {name!r} on the Python path (run from the folder "
+                             "that holds it, or give the .py file's path)") from None
+        raise QueryError(f"--query {ref!r}: module {name!r} cannot be imported: {_where(exc)}") from None
+    except Exception as exc:
+        raise QueryError(f"--query {ref!r}: module {name!r} cannot be imported: {_where(exc)}") from None
+
+
+def _where(exc: BaseException) -> str:
+    """The error with the user's file and line where Python knows them."""
+    if isinstance(exc, SyntaxError):
+        return f"{exc.filename}, line {exc.lineno}: {exc.msg}"
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    at = f"{last.tb_frame.f_code.co_filename}, line {last.tb_lineno}: " if last is not None else ""
+    return f"{at}{type(exc).__name__}: {exc}"
