@@ -52,7 +52,8 @@ def plain_query(name: str, events):
     if name == "q4":
         a = auctions.select(F.col("id").alias("a_id"), F.col("date_time_us").alias("a_time"), "expires_us",
                             "reserve", "category")
-        valid = bids.join(a, bids.auction == a.a_id).filter(
+        b = bids.select("auction", "bidder", "price", "date_time_us", "event_id")
+        valid = b.join(a, b.auction == a.a_id).filter(
             (F.col("date_time_us") >= F.col("a_time")) & (F.col("date_time_us") < F.col("expires_us"))
             & (F.col("price") >= F.col("reserve")))
         best = Window.partitionBy("auction").orderBy(F.desc("price"), "date_time_us", "event_id")
@@ -119,7 +120,7 @@ def measure(spark, work: Path, names: list[str], degrees: list[int], events: int
     from workloads.schedule import Schedule
     from workloads.spec import parse_workload
 
-    total = events * batches * (2 * rounds + 1)
+    total = events * batches * (2 * rounds + 2)  # a warm-up and the rounds, each on both paths
     rate = 5000
     spec = parse_workload({"name": "nexmark-bench", "profile": "constant", "params": {"rate": rate},
                            "duration_s": total / rate + 1, "seed": 1}, "benchmarks.nexmark")
