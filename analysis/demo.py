@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     except TrackingUnreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 4
-    print(f"{kind}: {len(variants)} variants x {len(request.workloads)} workload(s) ({workloads}) x "
+    queries = f"{len(request.queries)} queries x " if request.queries else ""
+    print(f"{kind}: {queries}{len(variants)} variants x {len(request.workloads)} workload(s) ({workloads}) x "
           f"{len(request.seeds)} seed(s), {len(request.cases())} runs one after another; parent MLflow run "
           f"{parent_id}", flush=True)
     suite = run_suite(parent_id, request, tracking_uri=tracking_uri, experiment=args.experiment, master=args.master)
@@ -95,8 +96,8 @@ or  .venv/bin/mlflow ui --backend-store-uri {tracking_uri} --host 127.0.0.1 --po
 The parent run holds the report (report/report.html) and the promotion decisions; each child run has per-batch
 metrics, its summary, and artifacts: timeline.png, batches.parquet, decisions.jsonl.
     report:      {report}
-    ranked:      .venv/bin/python -m analysis.compare --parent-run-id {parent_id}
-    champion:    .venv/bin/python -m jobs.run --champion {request.workloads[0]}   # starts with the promoted config""")
+    ranked:      .venv/bin/python -m analysis.compare --parent-run-id {parent_id}""" + ("" if request.queries else f"""
+    champion:    .venv/bin/python -m jobs.run --champion {request.workloads[0]}   # starts with the promoted config"""))
     return 1 if failed else 0
 
 

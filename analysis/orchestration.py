@@ -207,6 +207,22 @@ def suite_file(path: str) -> SuiteRequest:
     return SuiteRequest.from_file(resolved)
 
 
+def allowed_query_refs(refs) -> None:
+    """A DAG run's `queries` may name modules installed on the workers (nexmark:q5, mypackage.queries:build), or
+    .py files inside the folders suites may come from: whoever may trigger a DAG run must not make the workers import
+    any file they can read."""
+    allowed = allowed_suite_dirs()
+    for ref in refs or []:
+        module = str(ref).rpartition(":")[0]
+        if module.endswith(".py") or "/" in module:
+            candidate = Path(module)
+            resolved = (candidate if candidate.is_absolute() else REPO_ROOT / candidate).resolve()
+            if not any(resolved.is_relative_to(folder) for folder in allowed):
+                raise SuiteError(f"params.queries: {ref!r} is a file outside the folders suites and queries may "
+                                 f"come from ({', '.join(str(f) for f in allowed)}); a deployment can allow others "
+                                 f"with {SUITE_DIRS_ENV}")
+
+
 def champion_suites(tracking_uri: str, parent_run_id: str) -> dict[str, str]:
     """'champion of W' -> the parent run of the suite that promoted W's champion, for the workloads of this suite:
     the champions' recorded results a nightly is compared with."""

@@ -130,6 +130,14 @@ def promote_suite(tracking_uri: str, parent_run_id: str, runs: pd.DataFrame | No
     if runs is None:
         runs = load_runs(tracking_uri, parent_run_id=parent_run_id)
     decisions = []
+    queried = runs["query"].notna() & (runs["query"] != "") if "query" in runs else None
+    if queried is not None and queried.any():
+        # a champion is started with `jobs.run --champion CLASS`, which runs the benchmark topology: a query's
+        # runs are compared, never promoted
+        for workload in sorted(set(runs.loc[queried, "workload"])):
+            client.set_tag(parent_run_id, f"promotion.{workload}", "not offered: runs of a --query are compared, "
+                           "not promoted (a champion runs the benchmark topology)")
+        runs = runs[~queried]
     for workload, group in runs.groupby("workload", sort=True):
         target = slo_target_of(group, slo_target)
         model = model_name(workload)

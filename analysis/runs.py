@@ -61,7 +61,7 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
                 "slo_target": float(params["slo.target"]) if "slo.target" in params else None,
                 "slo_latency_s": float(params["slo.latency_s"]) if "slo.latency_s" in params else None,
                 "failure_reason": tags.get("failure_reason") or tags.get("pruned"),
-                "case": tags.get("airflow.case"), "predictor": tags.get("predictor"),
+                "case": tags.get("airflow.case"), "predictor": tags.get("predictor"), "query": tags.get("query"),
                 "start_time": run.info.start_time, "revision": tags.get("mlflow.source.git.commit", ""),
                 **{m: metrics.get(m) for m in SUMMARY_METRICS},
             })
@@ -69,7 +69,8 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
         if not token:
             break
     columns = ["run_id", "run_name", "status", "config", "config_id", "controller", "variant", "workload", "seed",
-               "slo_target", "slo_latency_s", "failure_reason", "case", "predictor", "start_time", "revision", *SUMMARY_METRICS]
+               "slo_target", "slo_latency_s", "failure_reason", "case", "predictor", "query", "start_time", "revision",
+               *SUMMARY_METRICS]
     table = latest_attempts(pd.DataFrame(rows, columns=columns))
     table = table.sort_values(["workload", "config", "seed"], na_position="last", ignore_index=True)
     return with_cost_to_oracle(table)

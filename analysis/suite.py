@@ -210,6 +210,9 @@ class SuiteRequest:
             problems.append(f"{at('queries')}: expected a list of MODULE:FUNCTION references, got {queries!r}")
             queries = []
         elif queries:
+            if include_oracle:
+                problems.append(f"{at('include_oracle')}: the oracle is calibrated on the benchmark topology's "
+                                "operators; a suite with queries cannot include it")
             if topology != "default":
                 problems.append(f"{at('topology')}: declares the benchmark topology's costs; a suite with queries "
                                 "runs those instead")

@@ -1,8 +1,9 @@
 """Nexmark on this machine: each query's saturated throughput per degree through the operator API, against the same
 query written as plain Spark (DataFrame operators, no operator API, no metrics, no held state), side by side.
 
-    python -m benchmarks.nexmark                 about 6 minutes on a 2-core machine
-    python -m benchmarks.nexmark --queries q1,q5 --degrees 2 --out docs/nexmark.md
+    python -m benchmarks.nexmark                 about 5 minutes on a 2-core machine (docs/nexmark.md)
+    python -m benchmarks.nexmark --queries q1,q5 --degrees 2 --out table.md
+    python -m benchmarks.nexmark --suite-parent RUN_ID     the Nexmark suite's results (suites/nexmark.yaml)
 
 Saturated means batches back to back, each a fixed range of events (`--events`, default 40,000), so events per
 second of wall time is the most the query sustains at that batch size. Both sides read the same events from the
@@ -98,17 +99,9 @@ class ApiPath:
         self.stats.reset()
         out = apply_query(df, self.query, {op: degree for op in self.query.names}, self.stats.accumulators,
                           context=self.context, state=self.state.payload()).toArrow()
-        table = self.state.absorb(out)
-        closed = self.state.advance(last_event_us, False, table.schema)
         self.batch += 1
-        commit_batch(self.sink, self.batch, table if closed is None else _concat(table, closed))
+        commit_batch(self.sink, self.batch, self.state.after_batch(out, last_event_us))
         return self.stats.raw(self.query.names[0])[0]
-
-
-def _concat(a, b):
-    import pyarrow as pa
-
-    return pa.concat_tables([a, b.cast(a.schema)])
 
 
 def measure(spark, work: Path, names: list[str], degrees: list[int], events: int, batches: int,

@@ -74,7 +74,7 @@ def elastic_experiment():
     def validate(params=None) -> dict:
         from airflow.sdk import Connection
 
-        from analysis.orchestration import suite_file, with_oracle
+        from analysis.orchestration import allowed_query_refs, suite_file, with_oracle
         from analysis.suite import REQUEST_FIELDS, SuiteError, SuiteRequest
 
         problems, request = [], dict(params)
@@ -88,6 +88,7 @@ def elastic_experiment():
                                 "queries": list(suite.queries),
                                 "include_oracle": suite.include_oracle})
             else:
+                allowed_query_refs(params.get("queries"))
                 suite = SuiteRequest.from_mapping({k: params[k] for k in REQUEST_FIELDS if k in params})
             with_oracle(suite, tracking_uri())  # a calibration for the oracle must exist before anything runs
         except SuiteError as exc:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import pyarrow as pa
 
 from controllers.loop import ControlLoop
 from controllers.placement import PlacementController
@@ -114,12 +113,9 @@ class BatchProcessor:
                           placement_stats=self.placement_stats.accumulator if routing is not None else None,
                           context=self.context, state=self.state.payload()).toArrow()
         first, n = self._read_range(batch_id)
-        table = self.state.absorb(out)
-        if n:  # every event up to the last one read has been read: what that time closed is emitted with the batch
-            closed = self.state.advance(int(self.schedule.arrival_us(first + n - 1, first + n)[0]), False,
-                                        table.schema)
-            if closed is not None:
-                table = pa.concat_tables([table, closed])
+        # every event up to the last one read has been read: what that time closed is committed with the batch
+        watermark = int(self.schedule.arrival_us(first + n - 1, first + n)[0]) if n else None
+        table = self.state.after_batch(out, watermark)
         # one folder per Spark batch id, replaced as a whole: a batch replayed from the checkpoint rewrites its own
         # output instead of adding to it (idempotent sink); it records the range of events it stands for
         commit_batch(self.output, spark_batch_id, table, events=(first, n))
@@ -141,7 +137,7 @@ class BatchProcessor:
         the output's last folder."""
         if not self.state.active:
             return
-        closed = self.state.advance(None, True, self.state.output_schema)
+        closed = self.state.flush()
         if closed is not None:
             commit_batch(self.output, FINAL, closed, events=(self.next_event, 0))
 

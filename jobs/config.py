@@ -272,8 +272,11 @@ class RunConfig:
 
 
 def query_workload_label(workload: str, query: str) -> str:
-    """'step' with query 'nexmark:q5' -> 'step.nexmark-q5': a name MLflow accepts as part of a model name (the
-    champion of a workload class is registered under it)."""
+    """'step' with query 'nexmark:q5' -> 'step.nexmark-q5', with 'path/to/mine.py:build' -> 'step.mine-build': a
+    short name for the runs' `workload` tag that MLflow accepts in a model name and that no machine's path is in."""
+    module, _, function = query.rpartition(":")
+    if module.endswith(".py"):
+        query = f"{Path(module).stem}:{function}"
     return f"{workload}.{re.sub(r'[^A-Za-z0-9_-]+', '-', query).strip('-')}"
 
 

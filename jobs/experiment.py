@@ -139,7 +139,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             raise RunFailed(f"streaming query failed: {exc}")
         time.sleep(0.5)  # let the listener deliver the last progress event
         processor.close()
-        processor.finish()
+        if drained:  # a stream cut short (pruned, drain timeout) leaves its open windows unemitted, not half-counted
+            processor.finish()
         actuators.wind_down()
         return finish_run(config, recorder, processor, schedule, listener.snapshot(), output, drained,
                           sc.defaultParallelism, actuators, log, pruned=pruned)

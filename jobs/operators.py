@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.query_runtime import stateful_step
+from jobs.sink_check import partials_count
 from jobs.topology import Topology
 from queries.api import STATE_COLUMN, BatchContext, Operator, Query
 
@@ -77,7 +78,7 @@ def apply_query(df, query: Query, degrees: Mapping[str, int], accumulators: Mapp
                                    count_input_ids=op.name == first,
                                    counts_events=query.counts_events if op.name == last else None,
                                    placement_stats=placement_stats if op.keyed and routing is not None else None,
-                                   window_s=query.window_s, state=state,
+                                   window_s=query.window_s, state=state if op.state is not None else None,
                                    state_output=_arrow_schema(op.schema) if op.state is not None else None)
                      for op in chain]
         schema = chain[-1].schema + (f", {STATE_COLUMN} BINARY" if chain[-1].state is not None else "")
@@ -199,7 +200,7 @@ def topology_query(topology: Topology) -> Query:
         "sink": lambda t, ctx: t,
     }
     return Query(
-        name="benchmark", window_s=window_s, counts_events=_partials_count,
+        name="benchmark", window_s=window_s, counts_events=partials_count,
         description="parse -> enrich -> keyed tumbling-window partial aggregates -> sink, with declared costs",
         operators=tuple(Operator(op.name, transforms[op.kind], OUTPUT_SCHEMAS[op.kind],
                                  key="key" if op.keyed else None, cpu_us=op.cpu_us, wait_us=op.wait_us)
@@ -208,11 +209,6 @@ def topology_query(topology: Topology) -> Query:
 
 def _per_batch(table: pa.Table, fn: Callable[[pa.RecordBatch], pa.RecordBatch]) -> pa.Table:
     return pa.Table.from_batches([fn(b) for b in table.to_batches()])
-
-
-def _partials_count(table: pa.Table) -> tuple[int, int]:
-    """The events the window partials stand for, and the sum of their ids."""
-    return (int(pc.sum(table.column("events")).as_py() or 0), int(pc.sum(table.column("event_id_sum")).as_py() or 0))
 
 
 # ---- operators as mapInArrow functions ------------------------------------------------------------------------
@@ -236,9 +232,10 @@ def task_function(op: Operator, context: BatchContext, stats=None, count_input_i
         spend(records_in, cpu_us, wait_us)
         table = pa.Table.from_batches(pending) if records_in else None
         output: pa.Table | None = None
+        state_row: pa.Table | None = None  # a stateful operator's new state, on its way to the driver
         if table is not None:
             if op.state is not None:
-                output = stateful_step(op, table, state, context, state_output)
+                output, state_row = stateful_step(op, table, state, context, state_output)
             else:
                 output = _as_table(op.transform(table, context))
         records_out = output.num_rows if output is not None else 0
@@ -252,6 +249,8 @@ def task_function(op: Operator, context: BatchContext, stats=None, count_input_i
             placement_stats.add(key_group_stats(table, window_s or 0.0, busy))
         if output is not None:
             yield from output.to_batches()
+        if state_row is not None:
+            yield from state_row.to_batches()
 
     return run
 

@@ -61,8 +61,9 @@ def from_ipc(data: bytes) -> pa.Table:
 
 
 def stateful_step(op: Operator, rows: pa.Table, state: bytes | None, context: BatchContext,
-                  output_schema: pa.Schema) -> pa.Table:
-    """One task of a stateful operator: its keys' held state in, its output rows and one state row out."""
+                  output_schema: pa.Schema) -> tuple[pa.Table, pa.Table]:
+    """One task of a stateful operator: its keys' held state in; its output rows and the row that carries their
+    new state back to the driver out (both with the `_state` column, null in the output rows)."""
     spec = op.state
     held = from_ipc(state) if state else spec.schema.empty_table()
     keys = pc.unique(rows.column(op.key))
@@ -73,7 +74,7 @@ def stateful_step(op: Operator, rows: pa.Table, state: bytes | None, context: Ba
     payload = pickle.dumps((to_ipc(new_state), keys), protocol=5)
     body = output.append_column(STATE_COLUMN, pa.nulls(output.num_rows, pa.binary()))
     marker = pa.table({**{f.name: pa.nulls(1, f.type) for f in output_schema}, STATE_COLUMN: pa.array([payload])})
-    return pa.concat_tables([body, marker.cast(body.schema)])
+    return body, marker.cast(body.schema)
 
 
 def _conform(table, schema: pa.Schema, what: str) -> pa.Table:
@@ -115,11 +116,24 @@ class QueryState:
             key = self.op.key
             handled = pa.chunked_array([k for _, k in parts]).cast(self.table.schema.field(key).type)
             kept = self.table.filter(pc.invert(pc.is_in(self.table.column(key), value_set=handled.combine_chunks())))
-            self.table = pa.concat_tables([kept] + [from_ipc(s).cast(self.table.schema) for s, _ in parts])
+            self.table = pa.concat_tables([kept] + [from_ipc(s).cast(self.table.schema) for s, _ in parts]
+                                          ).combine_chunks()
         return rows
 
-    def advance(self, watermark_us: int | None, final: bool, schema: pa.Schema | None) -> pa.Table | None:
+    def after_batch(self, output: pa.Table, watermark_us: int | None) -> pa.Table:
+        """What a batch commits: its output without the state rows, then what the watermark (the time of the last
+        event it read; None when it read none) closed."""
+        rows = self.absorb(output)
+        closed = self.advance(watermark_us) if watermark_us is not None else None
+        return rows if closed is None else pa.concat_tables([rows, closed])
+
+    def flush(self) -> pa.Table | None:
+        """After the stream: what the query emits at the end (on_watermark with final=True)."""
+        return self.advance(None, final=True)
+
+    def advance(self, watermark_us: int | None, final: bool = False) -> pa.Table | None:
         """What the event time closed, as rows of the query's output schema (None: nothing)."""
+        schema = self.output_schema
         if self.op is None or self.op.state.on_watermark is None or schema is None:
             return None
         if watermark_us is not None:

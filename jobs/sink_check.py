@@ -20,17 +20,20 @@ import pyarrow.parquet as pq
 from jobs.sink import FINAL, SUCCESS, batch_folder
 
 
-def _partials(table: pa.Table) -> tuple[int, int]:
+def partials_count(table: pa.Table) -> tuple[int, int]:
     """The benchmark topology's output: window partials that count their events and sum their ids."""
     return pa_sum(table, "events"), pa_sum(table, "event_id_sum")
 
 
 def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]],
-                  counts_events: Callable[[pa.Table], tuple[int, int]] | None = _partials) -> tuple[int, int, int]:
+                  counts_events: Callable[[pa.Table], tuple[int, int]] | None = partials_count
+                  ) -> tuple[int, int, int]:
     """Read the committed output back and check it against what each batch read: (events out, lost, duplicated).
 
     Every batch that read events [first, first + n) must have its folder, whose marker names that range; a batch
-    with no folder lost its n events, a marker naming another range is both loss and duplication. Where the query's
+    with no folder lost its n events, a marker naming another range is both loss and duplication (the markers are
+    written from the driver's own account of each batch, so for a query whose output does not count events this
+    finds lost or replaced folders, not events lost inside a batch: the queries' reference tests do). Where the query's
     output says which events it stands for (`counts_events`: the benchmark's partials count them, a pass-through
     is them), the output itself must count n events whose ids sum to n*first + n(n-1)/2; a count below or above is
     loss or duplication, a wrong sum with the right count is both. Folders of batches that never committed are

@@ -21,7 +21,7 @@ tests on plain tables.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -94,7 +94,6 @@ class Query:
     counts_events: Callable[[pa.Table], tuple[int, int]] | None = None
     description: str = ""
     window_s: float | None = None  # the benchmark topology's window: placement's state estimate reads it
-    extras: dict = field(default_factory=dict)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -170,6 +169,9 @@ def check_query(query: Any, source: str) -> Query:
                 raise QueryError(f"{where}: field 'state.step' must be a function (rows, state, context) -> "
                                  "(output, new state)")
         columns = schema_columns(op.schema)
+    if query.counts_events is not None and query.stateful is not None:
+        raise QueryError(f"{source}: field 'counts_events' cannot be given with a stateful operator (what "
+                         "on_watermark emits stands for events of earlier batches)")
     return query
 
 

@@ -12,6 +12,8 @@ from types import ModuleType
 from queries.api import Query, QueryError, check_query
 
 SHORTHANDS = {"nexmark": "queries.nexmark"}
+USER_MODULE_PREFIX = "elastic_user_query_"
+
 
 
 def load_query(ref: str) -> tuple[Query, ModuleType]:
@@ -43,13 +45,14 @@ def _import(name: str, ref: str) -> ModuleType:
         path = Path(name)
         if not path.is_file():
             raise QueryError(f"--query {ref!r}: no file {path}")
-        spec = importlib.util.spec_from_file_location(path.stem, path)
+        name = f"{USER_MODULE_PREFIX}{path.stem}"  # never shadows an installed module (json.py, queries.py)
+        spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
-        sys.modules[path.stem] = module
+        sys.modules[name] = module  # cloudpickle ships a module by value only when it is registered here
         try:
             spec.loader.exec_module(module)
         except Exception as exc:
-            sys.modules.pop(path.stem, None)
+            sys.modules.pop(name, None)
             raise QueryError(f"--query {ref!r}: {path} cannot be imported: {_where(exc)}") from None
         return module
     try:

@@ -177,11 +177,11 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
     if actuators.executors is not None:  # the executors as Spark recorded them
         write_jsonl(artifacts / "executors.jsonl", [v.__dict__ for v in actuators.executors.ledger.views.values()])
         logged.append("executors.jsonl")
-    title = f"{config.controller} on {schedule.spec.name} (seed {schedule.spec.seed})"
+    title = f"{config.controller} on {config.workload_label()} (seed {schedule.spec.seed})"
     timeline_png(batches, schedule.rate_per_second(), processor.ops, config.slo_latency_s, title,
                  artifacts / "timeline.png")
     result = {"run_id": recorder.run_id, "run_name": recorder.client.get_run(recorder.run_id).info.run_name,
-              "controller": config.controller, "workload": schedule.spec.name, "seed": schedule.spec.seed,
+              "controller": config.controller, "workload": config.workload_label(), "seed": schedule.spec.seed,
               "experiment_id": recorder.experiment_id, "tracking_uri": recorder.tracking_uri,
               "artifact_uri": recorder.artifact_uri, "status": "KILLED" if pruned else "FINISHED", **summary}
     if pruned:

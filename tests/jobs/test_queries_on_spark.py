@@ -57,11 +57,9 @@ def _run_batches(spark, schedule, query):
               .option("schedule_state", schedule.state()).option("first", str(first)).option("stop", str(stop))
               .load())
         degrees = {op: DEGREES[(b + i) % len(DEGREES)] for i, op in enumerate(query.names)}
-        rows = state.absorb(apply_query(df, query, degrees, context=context, state=state.payload()).toArrow())
-        outputs.append(rows)
-        closed = state.advance(int(schedule.arrival_us(stop - 1, stop)[0]), False, rows.schema)
-        outputs += [closed] if closed is not None else []
-    final = state.advance(None, True, outputs[0].schema)
+        out = apply_query(df, query, degrees, context=context, state=state.payload()).toArrow()
+        outputs.append(state.after_batch(out, int(schedule.arrival_us(stop - 1, stop)[0])))
+    final = state.flush()
     outputs += [final] if final is not None else []
     return pa.concat_tables(outputs)
 

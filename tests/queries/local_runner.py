@@ -47,13 +47,8 @@ def run_locally(query: Query, schedule, bounds: list[int], degrees: list[dict[st
                 parts.extend(batches)
             schema = arrow_schema(op.schema + (", _state BINARY" if op.state is not None else ""))
             data = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
-        rows = state.absorb(data)
-        outputs.append(rows)
-        if stop > first:
-            emitted = state.advance(int(schedule.arrival_us(stop - 1, stop)[0]), False, out_schema)
-            if emitted is not None:
-                outputs.append(emitted)
-    final = state.advance(None, True, out_schema)
+        outputs.append(state.after_batch(data, int(schedule.arrival_us(stop - 1, stop)[0]) if stop > first else None))
+    final = state.flush()
     if final is not None:
         outputs.append(final)
     return pa.concat_tables([o.cast(out_schema) for o in outputs])
