@@ -19,14 +19,15 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 import controllers
-from jobs.config import param_value
+from jobs.config import param_value, query_workload_label
 from jobs.recording.machine import machine_tags
 from jobs.recording.recorder import REPO_ROOT, ensure_experiment
 from jobs.recording.tracking_check import check_tracking_store
-from jobs.config import query_workload_label
 from jobs.topology import TopologyError, load_topology
 from params.declare import Param, ParamError
 from params.run import RUN_SETTINGS
+from queries.api import QueryError
+from queries.loading import load_query
 from workloads import WorkloadError, load_workload
 
 # The run settings a suite sets for all its cases, declared in params.run (defaults, bounds, meaning) like the
@@ -218,9 +219,6 @@ class SuiteRequest:
                                 "runs those instead")
             operator_sets = {}
             for i, ref in enumerate(queries):
-                from queries.api import QueryError
-                from queries.loading import load_query
-
                 try:
                     operator_sets[ref] = load_query(ref)[0].names
                 except QueryError as exc:

@@ -107,7 +107,7 @@ class ApiPath:
 def measure(spark, work: Path, names: list[str], degrees: list[int], events: int, batches: int,
             rounds: int, log=print) -> list[dict]:
     """Per query and degree: events/s through the API and plainly, and their ratio (median over rounds)."""
-    from jobs.operators import _arrow_schema, task_function
+    from jobs.operators import task_function
     from jobs.query_runtime import batch_context
     from jobs.sink import commit_batch
     from workloads.schedule import Schedule
@@ -126,7 +126,6 @@ def measure(spark, work: Path, names: list[str], degrees: list[int], events: int
 
     events_fn = task_function(nx.EVENTS, batch_context(spec, state))
     wide = nx.WIDE_DDL
-    _arrow_schema(wide)  # parse once on the driver
     results = []
     for name in names:
         for degree in degrees:

@@ -11,6 +11,7 @@ count state. Queries with state held across batches (queries.api.Stateful) go th
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -18,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.query_runtime import stateful_step
+from jobs.query_runtime import as_table, stateful_step
 from jobs.sink_check import partials_count
 from jobs.topology import Topology
 from queries.api import STATE_COLUMN, BatchContext, Operator, Query
@@ -86,8 +87,10 @@ def apply_query(df, query: Query, degrees: Mapping[str, int], accumulators: Mapp
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def _arrow_schema(ddl: str) -> pa.Schema:
-    """The Arrow schema Spark expects of rows declared as `ddl` (computed on the driver, where the JVM parses DDL)."""
+    """The Arrow schema Spark expects of rows declared as `ddl` (computed on the driver, where the JVM parses DDL;
+    once per schema, not every batch)."""
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import _parse_datatype_string
 
@@ -237,7 +240,7 @@ def task_function(op: Operator, context: BatchContext, stats=None, count_input_i
             if op.state is not None:
                 output, state_row = stateful_step(op, table, state, context, state_output)
             else:
-                output = _as_table(op.transform(table, context))
+                output = as_table(op.transform(table, context), f"operator {op.name!r}: its transform")
         records_out = output.num_rows if output is not None else 0
         events_out = records_out
         if counts_events is not None and output is not None:
@@ -253,14 +256,6 @@ def task_function(op: Operator, context: BatchContext, stats=None, count_input_i
             yield from state_row.to_batches()
 
     return run
-
-
-def _as_table(x) -> pa.Table:
-    if isinstance(x, pa.RecordBatch):
-        return pa.Table.from_batches([x])
-    if isinstance(x, pa.Table):
-        return x
-    raise TypeError(f"an operator's transform must return a pyarrow Table or RecordBatch, got {type(x).__name__}")
 
 
 # ---- per-operator task statistics, merged by a Spark accumulator ----------------------------------------------

@@ -77,11 +77,17 @@ def stateful_step(op: Operator, rows: pa.Table, state: bytes | None, context: Ba
     return body, marker.cast(body.schema)
 
 
+def as_table(x, what: str) -> pa.Table:
+    """What an operator returned as a Table (a RecordBatch is accepted too)."""
+    if isinstance(x, pa.RecordBatch):
+        return pa.Table.from_batches([x])
+    if isinstance(x, pa.Table):
+        return x
+    raise TypeError(f"{what} must return a pyarrow Table or RecordBatch, got {type(x).__name__}")
+
+
 def _conform(table, schema: pa.Schema, what: str) -> pa.Table:
-    if isinstance(table, pa.RecordBatch):
-        table = pa.Table.from_batches([table])
-    if not isinstance(table, pa.Table):
-        raise TypeError(f"{what} must be a pyarrow Table, got {type(table).__name__}")
+    table = as_table(table, what)
     missing = [n for n in schema.names if n not in table.column_names]
     if missing:
         raise ValueError(f"{what} lacks column(s) {', '.join(missing)} (declared: {', '.join(schema.names)})")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 
@@ -70,10 +71,6 @@ def _where(exc: BaseException) -> str:
     """The error with the user's file and line where Python knows them."""
     if isinstance(exc, SyntaxError):
         return f"{exc.filename}, line {exc.lineno}: {exc.msg}"
-    tb = exc.__traceback__
-    last = None
-    while tb is not None:
-        last = tb
-        tb = tb.tb_next
-    at = f"{last.tb_frame.f_code.co_filename}, line {last.tb_lineno}: " if last is not None else ""
+    frames = traceback.extract_tb(exc.__traceback__)
+    at = f"{frames[-1].filename}, line {frames[-1].lineno}: " if frames else ""
     return f"{at}{type(exc).__name__}: {exc}"

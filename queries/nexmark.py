@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from queries import nexmark_reference as ref
-from queries.api import BatchContext, Operator, Query, QueryError, Stateful
+from queries.api import BatchContext, Operator, Query, QueryError, Stateful, simple_arrow_schema, simple_ddl
 from workloads.nexmark import AUCTION, BID, PERSON, generate_ids
 
 WIDE_COLUMNS = (
@@ -259,8 +259,8 @@ def q4() -> Query:
     """Average selling price per category. The stream computes each auction's winning bid (state: one row per open
     auction, keyed by auction) and emits it when the auction closes; the average over the closed auctions is read
     from the committed winning bids (`answer`)."""
-    return Query("q4", (EVENTS, Operator("select", _select_q4, _ddl(Q4_IN)),
-                        Operator("winning_bids", None, _ddl(Q4_OUT), key="key",
+    return Query("q4", (EVENTS, Operator("select", _select_q4, simple_ddl(Q4_IN)),
+                        Operator("winning_bids", None, simple_ddl(Q4_OUT), key="key",
                                  state=Stateful(Q4_STATE, _best_bids, _close_auctions))),
                  answer=q4_average, description=q4.__doc__)
 
@@ -302,7 +302,7 @@ def q5() -> Query:
     """Hot items: per sliding window (10 s every 5 s), the auction(s) with the most bids (every tie). State: bid
     counts per (auction, window), keyed by auction; a window is emitted when the watermark passes its end."""
     return Query("q5", (EVENTS, Operator("windows", _windows_q5, "key BIGINT, window_start_us BIGINT"),
-                        Operator("count", None, _ddl(Q5_OUT), key="key", state=Stateful(
+                        Operator("count", None, simple_ddl(Q5_OUT), key="key", state=Stateful(
                             Q5_STATE, _count_q5,
                             lambda s, w, f: _top_per_window(s, w, f, "bids", Q5_OUT, ref.WINDOW_US)))),
                  description=q5.__doc__)
@@ -335,8 +335,8 @@ def q7() -> Query:
     """Highest bid: per tumbling window of 10 s, the bid(s) with the highest price (every tie). State: the top bids
     per (auction, window), keyed by auction, so the work spreads over auctions; the window's maximum over auctions
     is taken when the watermark passes its end."""
-    return Query("q7", (EVENTS, Operator("windows", _windows_q7, _ddl(Q7_STATE)),
-                        Operator("max", None, _ddl(Q7_OUT), key="key", state=Stateful(
+    return Query("q7", (EVENTS, Operator("windows", _windows_q7, simple_ddl(Q7_STATE)),
+                        Operator("max", None, simple_ddl(Q7_OUT), key="key", state=Stateful(
                             Q7_STATE, _max_q7,
                             lambda s, w, f: _top_per_window(s, w, f, "price", Q7_OUT, ref.WINDOW_US)))),
                  description=q7.__doc__)
@@ -388,15 +388,10 @@ def _expire_q8(state: pa.Table, watermark_us: int, final: bool) -> tuple[pa.Tabl
 def q8() -> Query:
     """New users: people who created an auction in the 10 s tumbling window in which they registered (id, name,
     window start). A windowed join keyed by person; a window's rows leave the state once the watermark passes it."""
-    return Query("q8", (EVENTS, Operator("select", _select_q8, _ddl(Q8_STATE)),
-                        Operator("join", None, _ddl(Q8_OUT), key="key", state=Stateful(Q8_STATE, _join_q8,
+    return Query("q8", (EVENTS, Operator("select", _select_q8, simple_ddl(Q8_STATE)),
+                        Operator("join", None, simple_ddl(Q8_OUT), key="key", state=Stateful(Q8_STATE, _join_q8,
                                                                                         _expire_q8))),
                  description=q8.__doc__)
-
-
-def _ddl(schema: pa.Schema) -> str:
-    names = {pa.int64(): "BIGINT", pa.int32(): "INT", pa.string(): "STRING"}
-    return ", ".join(f"{f.name} {names[f.type]}" for f in schema)
 
 
 QUERIES: dict[str, Callable[[], Query]] = {"q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q7": q7,
@@ -419,13 +414,8 @@ def answer(name: str, output: pa.Table | None) -> pd.DataFrame:
     """The query's answer from its committed output (every batch and the final flush, concatenated)."""
     query = build(name)
     if output is None:
-        output = pa.table({n: pa.array([], t) for n, t in _out_fields(query)})
+        output = simple_arrow_schema(query.output_schema()).empty_table()
     return query.answer(output) if query.answer is not None else output.to_pandas()
-
-
-def _out_fields(query: Query):
-    types = {"BIGINT": pa.int64(), "INT": pa.int32(), "STRING": pa.string()}
-    return [(part.split()[0], types[part.split()[1]]) for part in query.output_schema().split(",")]
 
 
 def same_rows(got: pd.DataFrame, want: pd.DataFrame) -> tuple[bool, str]:

@@ -11,14 +11,7 @@ from jobs.operators import task_function
 from jobs.query_runtime import QueryState, ScheduleRef
 from jobs.replay_source import event_batches
 from queries.api import BatchContext, Query
-
-ARROW = {"BIGINT": pa.int64(), "INT": pa.int32(), "STRING": pa.string(), "DOUBLE": pa.float64(),
-         "BINARY": pa.binary(), "TIMESTAMP": pa.timestamp("us", tz="UTC")}
-
-
-def arrow_schema(ddl: str) -> pa.Schema:
-    return pa.schema([(part.split()[0], ARROW[part.split()[1]]) for part in ddl.split(",")])
-
+from queries.api import simple_arrow_schema as arrow_schema
 
 def split(table: pa.Table, degree: int, key: str | None) -> list[pa.Table]:
     if key is None:
