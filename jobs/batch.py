@@ -111,7 +111,9 @@ class BatchProcessor:
         out = apply_query(df, self.query, degrees, self.stats.accumulators, self.config.chain_operators,
                           routing=routing,
                           placement_stats=self.placement_stats.accumulator if routing is not None else None,
-                          context=self.context, state=self.state.payload()).toArrow()
+                          context=self.context, state=self.state.payload(),
+                          observations=self.stats.observations).toArrow()
+        self.stats.absorb()
         first, n = self._read_range(batch_id)
         # every event up to the last one read has been read: what that time closed is committed with the batch
         watermark = int(self.schedule.arrival_us(first + n - 1, first + n)[0]) if n else None

@@ -34,21 +34,36 @@ class OperatorStats:
 
     def __init__(self, sc: SparkContext, operators: tuple[str, ...]):
         self.accumulators = {op: sc.accumulator(EMPTY_STATS, OperatorStatsParam()) for op in operators}
+        self.observations: dict[str, Any] = {}  # DataFrame operators' input counts (jobs.operators.apply_query)
+        self._inputs: dict[str, tuple[int, int]] = {}
 
     def reset(self) -> None:
         for acc in self.accumulators.values():
             acc.value = EMPTY_STATS
+        self.observations = {}
+        self._inputs = {}
+
+    def absorb(self) -> None:
+        """After the batch's action: each DataFrame operator's input rows (and, for a first operator, the sum of the
+        event ids it read), as Spark's Observation counted them, in place of what its end-of-stage pass saw."""
+        for op, observation in self.observations.items():
+            got = observation.get
+            self._inputs[op] = (int(got.get("records") or 0), int(got.get("event_id_sum") or 0))
 
     def read(self, degrees: dict[str, int], observed_tasks: dict[str, int] | None = None) -> tuple[OperatorMetrics, ...]:
         out = []
-        for op, acc in self.accumulators.items():
-            r_in, r_out, _, _, busy, tasks, max_task, first, last = acc.value
+        for op in self.accumulators:
+            r_in, r_out, _, _, busy, tasks, max_task, first, last = self.raw(op)
             span = (last - first) if tasks else 0.0
             out.append(OperatorMetrics(op, degrees[op], r_in, r_out, busy, tasks, max_task, span))
         return tuple(out)
 
     def raw(self, op: str) -> tuple:
-        return self.accumulators[op].value
+        value = self.accumulators[op].value
+        if op in self._inputs:
+            records, id_sum = self._inputs[op]
+            value = (records, *value[1:3], id_sum, *value[4:])
+        return value
 
 
 class KeyGroupStatsParam(AccumulatorParam):

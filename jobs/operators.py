@@ -42,10 +42,13 @@ def chains(query: Query, degrees: Mapping[str, int], chaining: bool = True) -> l
     task runs both, one after the other) when it needs no shuffle: it is not keyed and has the same degree, so the
     repartition before it would only move records between tasks of the same number. This is Flink's operator
     chaining; it saves a stage's fixed cost (task launch, Python worker hand-over, an Arrow round trip to the JVM,
-    about 0.1 s per batch on 2 cores: docs/benchmarks.md) and changes no operator's degree or result."""
+    about 0.1 s per batch on 2 cores: docs/benchmarks.md) and changes no operator's degree or result.
+    A DataFrame operator always starts a stage (Spark runs it in the JVM; the Arrow operators that follow it at the
+    same degree join the pass that measures it)."""
     out: list[tuple[Operator, ...]] = []
     for op in query.operators:
-        if chaining and out and not op.keyed and degrees[op.name] == degrees[out[-1][-1].name]:
+        if (chaining and out and not op.keyed and op.dataframe is None
+                and degrees[op.name] == degrees[out[-1][-1].name]):
             out[-1] = out[-1] + (op,)
         else:
             out.append((op,))
@@ -54,13 +57,18 @@ def chains(query: Query, degrees: Mapping[str, int], chaining: bool = True) -> l
 
 def apply_query(df, query: Query, degrees: Mapping[str, int], accumulators: Mapping | None = None,
                 chaining: bool = True, routing: Sequence[int] | None = None, placement_stats=None,
-                context: BatchContext = BatchContext(), state: bytes | None = None):
+                context: BatchContext = BatchContext(), state: bytes | None = None,
+                observations: dict | None = None):
     """The query on a micro-batch DataFrame: before each stage of chained operators, repartition to its degree
     (by its key for a keyed operator, so all rows of a key land in one task). With `accumulators`, each task
     reports each operator's metrics. With `routing` (one routing value per key group, jobs.actuators.placement),
     the keyed operator's keys go by key group to the partitions the placement table names, and with
     `placement_stats` its tasks report per partition and per key group. `state` is the stateful operator's held
-    state (jobs.query_runtime.QueryState.payload); its output then carries the new state in one more column."""
+    state (jobs.query_runtime.QueryState.payload); its output then carries the new state in one more column.
+    A DataFrame operator's function is applied to the repartitioned micro-batch; with `observations` (a dict this
+    fills with one pyspark Observation per DataFrame operator, read after the batch's action:
+    jobs.metrics.OperatorStats.absorb) its input rows are counted in the JVM, and a pass at the end of its stage
+    measures its output rows and task time (dataframe_probe)."""
     from pyspark.sql import functions as F
 
     out = df
@@ -75,8 +83,12 @@ def apply_query(df, query: Query, degrees: Mapping[str, int], accumulators: Mapp
             out = out.withColumn(KEY_GROUP, group).repartition(d, route)
         else:
             out = out.repartition(d, head.key) if head.keyed else out.repartition(d)
-        functions = [task_function(op, context, accumulators[op.name] if accumulators is not None else None,
-                                   count_input_ids=op.name == first,
+        if head.dataframe is not None:
+            out = _dataframe_stage(out, head, context, head.name == first,
+                                   observations if accumulators is not None else None)
+        functions = [task_function(dataframe_probe(op) if op.dataframe is not None else op, context,
+                                   accumulators[op.name] if accumulators is not None else None,
+                                   count_input_ids=op.name == first and op.dataframe is None,
                                    counts_events=query.counts_events if op.name == last else None,
                                    placement_stats=placement_stats if op.keyed and routing is not None else None,
                                    window_s=query.window_s, state=state if op.state is not None else None,
@@ -87,14 +99,56 @@ def apply_query(df, query: Query, degrees: Mapping[str, int], accumulators: Mapp
     return out
 
 
+def _dataframe_stage(df, op: Operator, context: BatchContext, first: bool, observations: dict | None):
+    """A DataFrame operator on its (repartitioned) input: counted by an Observation where asked, its function, and
+    its result selected and cast to the schema it declares, or QueryError naming the column it lacks."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    if observations is not None:
+        observation = Observation(f"{op.name}-input")
+        metrics = [F.count(F.lit(1)).alias("records")]
+        if first:  # the source's rows: the batch checks they are the contiguous range it was served
+            metrics.append(F.sum("event_id").alias("event_id_sum"))
+        df = df.observe(observation, *metrics)
+        observations[op.name] = observation
+    result = op.dataframe(df, context)
+    declared = _spark_schema(op.schema)
+    have = set(result.columns)
+    missing = [f.name for f in declared.fields if f.name not in have]
+    if missing:
+        from queries.api import QueryError
+
+        raise QueryError(f"operator {op.name!r}: field 'schema' declares column(s) {', '.join(missing)} that its "
+                         f"DataFrame does not have (it has: {', '.join(result.columns)})")
+    return result.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in declared.fields])
+
+
+def dataframe_probe(op: Operator) -> Operator:
+    """The Arrow pass that ends a DataFrame operator's stage: it passes the rows on and, as its task function,
+    reports the operator's output rows and its task's time, which includes the JVM work upstream in the stage (the
+    JVM feeds the pass as it computes). Its input count is replaced by the Observation's (the operator's input)."""
+    return Operator(op.name, _identity, op.schema, key=op.key)
+
+
+def _identity(table: pa.Table, context: BatchContext) -> pa.Table:
+    return table
+
+
+@functools.lru_cache(maxsize=None)
+def _spark_schema(ddl: str):
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(ddl)
+
+
 @functools.lru_cache(maxsize=None)
 def _arrow_schema(ddl: str) -> pa.Schema:
     """The Arrow schema Spark expects of rows declared as `ddl` (computed on the driver, where the JVM parses DDL;
     once per schema, not every batch)."""
     from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import _parse_datatype_string
 
-    return to_arrow_schema(_parse_datatype_string(ddl))
+    return to_arrow_schema(_spark_schema(ddl))
 
 
 def _chained(functions: list[Callable]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:

@@ -15,8 +15,18 @@ read: windows and auctions that closed are emitted there (Flink's event-time tim
 the state is partitioned by key afresh for every batch, a change of degree moves state with its keys by
 construction: nothing is lost or counted twice. Keys are one column of the operator's input and of its state.
 
-This module is pure (pyarrow only): a query can be built and checked without Spark, and its operators run in unit
-tests on plain tables.
+DataFrame operators. Where a transformation is what a Spark user writes anyway (select, filter, withColumn, a
+groupBy or dropDuplicates on the operator's key), the operator gives `dataframe` instead of `transform`: a function
+(DataFrame, context) -> DataFrame applied to the micro-batch after the repartition to its degree, run by Spark's JVM
+with no Python per row. Because that repartition is by the operator's key, Spark plans a groupBy, a window or a
+self-join on that key with no further exchange, so the controller's degree is the degree its work runs at. What
+a controller cannot change: a shuffle inside the function on anything else (another key, an orderBy) runs at
+spark.sql.shuffle.partitions, fixed for the run. The engine measures such an operator from Spark itself: its input
+rows with an Observation (CollectMetrics, no extra job), its output rows and task time with a thin Arrow pass at the
+end of its stage. A DataFrame operator holds no state across batches (state is a `Stateful` operator's role).
+
+This module is pure (pyarrow only): a query can be built and checked without Spark, and its Arrow operators run in
+unit tests on plain tables.
 """
 from __future__ import annotations
 
@@ -65,7 +75,9 @@ class Stateful:
 class Operator:
     """One operator: its name (what controllers and MLflow call it), its transformation, the Spark DDL schema of its
     output, the column it is keyed by (None: rows go to any task), its state if it has one, and the declared cost
-    it spends per input record (real CPU `cpu_us`, emulated remote waiting `wait_us`; 0 for a real query)."""
+    it spends per input record (real CPU `cpu_us`, emulated remote waiting `wait_us`; 0 for a real query).
+    Exactly one of `transform` (Arrow, per task), `dataframe` (Spark DataFrame API, per micro-batch) or `state`
+    says what it does."""
 
     name: str
     transform: Callable[..., Any] | None
@@ -74,6 +86,7 @@ class Operator:
     state: Stateful | None = None
     cpu_us: float = 0.0
     wait_us: float = 0.0
+    dataframe: Callable[..., Any] | None = None
 
     @property
     def keyed(self) -> bool:
@@ -164,8 +177,15 @@ def check_query(query: Any, source: str) -> Query:
         if op.name in seen:
             raise QueryError(f"{where}: field 'name' is used twice; operator names must be unique")
         seen.add(op.name)
-        if not callable(op.transform) and op.state is None:
-            raise QueryError(f"{where}: field 'transform' must be a function (table, context) -> table")
+        given = [f for f in ("transform", "dataframe", "state") if getattr(op, f) is not None]
+        if len(given) > 1:
+            raise QueryError(f"{where}: give one of fields 'transform', 'dataframe', 'state', not "
+                             f"{' and '.join(repr(f) for f in given)}")
+        if op.dataframe is not None and not callable(op.dataframe):
+            raise QueryError(f"{where}: field 'dataframe' must be a function (DataFrame, context) -> DataFrame")
+        if op.dataframe is None and op.state is None and not callable(op.transform):
+            raise QueryError(f"{where}: field 'transform' must be a function (table, context) -> table (or give "
+                             "'dataframe' for a DataFrame API operator)")
         if not isinstance(op.schema, str) or not schema_columns(op.schema):
             raise QueryError(f"{where}: field 'schema' must be a Spark DDL schema string, got {op.schema!r}")
         if op.key is not None and op.key not in columns:
@@ -175,6 +195,9 @@ def check_query(query: Any, source: str) -> Query:
             v = getattr(op, cost)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
                 raise QueryError(f"{where}: field {cost!r} must be a number >= 0, got {v!r}")
+        if op.dataframe is not None and (op.cpu_us or op.wait_us):
+            raise QueryError(f"{where}: fields 'cpu_us' and 'wait_us' declare emulated work for an Arrow operator; "
+                             "a DataFrame operator's cost is what Spark spends on it")
         if op.state is not None:
             if op.key is None:
                 raise QueryError(f"{where}: a stateful operator needs field 'key' (its state is partitioned by it)")
@@ -199,5 +222,6 @@ def describe_query(query: Query) -> dict[str, Any]:
     """The query as data (what MLflow records): its operators' names, keys, state and declared costs."""
     return {"name": query.name, "description": " ".join(query.description.split()),
             "operators": [{"name": op.name, "key": op.key or "", "stateful": op.state is not None,
+                           "api": "dataframe" if op.dataframe is not None else "arrow",
                            "cpu_us": op.cpu_us, "wait_us": op.wait_us, "schema": op.schema}
                           for op in query.operators]}

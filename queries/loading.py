@@ -24,9 +24,9 @@ def load_query(ref: str) -> tuple[Query, ModuleType]:
         raise QueryError(f"--query {ref!r}: expected MODULE:FUNCTION (e.g. my_query:build, path/to/my_query.py:build "
                          "or nexmark:q3)")
     module = _import(SHORTHANDS.get(module_name, module_name), ref)
-    build = getattr(module, function, None)
+    listed = getattr(module, "QUERIES", None)  # a module of several queries (queries.nexmark) lists them
+    build = getattr(module, function, None) or (listed or {}).get(function)
     if build is None:
-        listed = getattr(module, "QUERIES", None)  # a module of several queries (queries.nexmark) lists them
         choices = f"; it has {', '.join(listed)}" if listed else ""
         raise QueryError(f"--query {ref!r}: module {module.__name__!r} ({module.__file__}) has no function "
                          f"{function!r}{choices}")

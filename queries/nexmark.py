@@ -287,7 +287,7 @@ def _count_q5(rows: pa.Table, state: pa.Table, ctx: BatchContext) -> tuple[pa.Ta
     return _empty(Q5_OUT), merged
 
 
-def _top_per_window(state: pa.Table, watermark_us: int, final: bool, value: str, out_schema: pa.Schema,
+def top_per_window(state: pa.Table, watermark_us: int, final: bool, value: str, out_schema: pa.Schema,
                     window_us: int) -> tuple[pa.Table, pa.Table]:
     """Windows the watermark closed (all, at the end): their rows with the window's highest `value`, every tie."""
     closed = pc.less_equal(pc.add(state.column("window_start_us"), window_us), watermark_us)
@@ -304,7 +304,7 @@ def q5() -> Query:
     return Query("q5", (EVENTS, Operator("windows", _windows_q5, "key BIGINT, window_start_us BIGINT"),
                         Operator("count", None, simple_ddl(Q5_OUT), key="key", state=Stateful(
                             Q5_STATE, _count_q5,
-                            lambda s, w, f: _top_per_window(s, w, f, "bids", Q5_OUT, ref.WINDOW_US)))),
+                            lambda s, w, f: top_per_window(s, w, f, "bids", Q5_OUT, ref.WINDOW_US)))),
                  description=q5.__doc__)
 
 
@@ -338,7 +338,7 @@ def q7() -> Query:
     return Query("q7", (EVENTS, Operator("windows", _windows_q7, simple_ddl(Q7_STATE)),
                         Operator("max", None, simple_ddl(Q7_OUT), key="key", state=Stateful(
                             Q7_STATE, _max_q7,
-                            lambda s, w, f: _top_per_window(s, w, f, "price", Q7_OUT, ref.WINDOW_US)))),
+                            lambda s, w, f: top_per_window(s, w, f, "price", Q7_OUT, ref.WINDOW_US)))),
                  description=q7.__doc__)
 
 
@@ -394,12 +394,28 @@ def q8() -> Query:
                  description=q8.__doc__)
 
 
-QUERIES: dict[str, Callable[[], Query]] = {"q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q7": q7,
-                                           "q8": q8}
+def _dataframe_version(name: str) -> Callable[[], Query]:
+    def build() -> Query:
+        from queries import nexmark_dataframe  # it imports this module's operators
+
+        return getattr(nexmark_dataframe, name)()
+
+    build.__doc__ = f"{name}: queries.nexmark_dataframe.{name}"
+    return build
+
+
+# the queries written with Arrow operators, which also run without Spark (tests/queries/local_runner.py)
+ARROW_QUERIES: dict[str, Callable[[], Query]] = {"q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5,
+                                                 "q7": q7, "q8": q8}
+# the same queries written with DataFrame operators (queries.nexmark_dataframe), and whose answer each computes
+SAME_ANSWER_AS = {"q1df": "q1", "q2df": "q2", "q5df": "q5"}
+QUERIES: dict[str, Callable[[], Query]] = {**ARROW_QUERIES,
+                                           **{name: _dataframe_version(name) for name in SAME_ANSWER_AS}}
 
 
 def expected(name: str, schedule) -> pd.DataFrame:
     """The pandas reference's answer to query `name` over the whole schedule (q4: at its last event's time)."""
+    name = SAME_ANSWER_AS.get(name, name)
     events = reference_events(schedule)
     total = schedule.total_events
     last = int(schedule.arrival_us(total - 1, total)[0]) if total else 0

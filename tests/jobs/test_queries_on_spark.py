@@ -71,6 +71,63 @@ def test_each_nexmark_query_on_spark_equals_its_reference_across_degree_changes(
     assert same, f"{name}: {why}"
 
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_dataframe_example_equals_the_arrow_example_across_degree_changes(spark, schedule):
+    """The same windows per key written with DataFrame operators and with Arrow operators: the same rows."""
+    from jobs.experiment import ship_query_module
+    from queries.loading import load_query
+
+    answers = []
+    for example in ("key_windows.py", "key_windows_dataframe.py"):
+        query, module = load_query(f"{EXAMPLES / example}:build")
+        ship_query_module(module)  # as a run does: the user's module goes to the workers by value
+        answers.append(_run_batches(spark, schedule, query).to_pandas())
+    arrow, frame = answers
+    assert arrow["events"].sum() == schedule.total_events
+    same, why = nx.same_rows(frame, arrow)
+    assert same, why
+
+
+def test_a_dataframe_operator_is_measured_and_its_keyed_groupby_needs_no_other_shuffle(spark, schedule):
+    """Its input rows (and, as the first operator, the ids it read) come from Spark's Observation, its tasks are
+    its degree, and its groupBy on its key runs on the repartition the engine made: one exchange per stage."""
+    from jobs.metrics import OperatorStats
+    from jobs.operators import apply_query, chains
+    from queries.loading import load_query
+
+    from jobs.experiment import ship_query_module
+
+    query, module = load_query(f"{EXAMPLES / 'key_windows_dataframe.py'}:build")
+    ship_query_module(module)
+    stats = OperatorStats(spark.sparkContext, query.names)
+    first, stop = 100, 2100
+    df = (spark.read.format("workload_replay").option("spec", schedule.spec.to_json())
+          .option("schedule_state", schedule.state()).option("first", str(first)).option("stop", str(stop)).load())
+    degrees = {"partials": 3, "windows": 2}
+    plan = apply_query(df, query, degrees, stats.accumulators, observations=stats.observations)
+    executed = plan._jdf.queryExecution().executedPlan().toString()
+    assert executed.count("Exchange ") == len(chains(query, degrees)), executed
+    plan.toArrow()
+    stats.absorb()
+    partials, windows = stats.read(degrees)
+    raw = stats.raw("partials")
+    assert (partials.records_in, raw[3]) == (stop - first, sum(range(first, stop)))
+    assert partials.tasks == 3 and windows.tasks == 2 and partials.busy_s > 0
+    assert windows.records_in == partials.records_out > 0
+
+
+def test_a_dataframe_operator_missing_a_declared_column_is_refused_before_any_job(spark):
+    from jobs.operators import apply_query
+    from queries.api import Operator, Query, QueryError
+
+    query = Query("q", (Operator("pick", None, "key INT, total BIGINT", dataframe=lambda df, ctx: df.select("key")),))
+    df = spark.createDataFrame([], "event_id BIGINT, arrival_ts TIMESTAMP, key INT, payload BINARY")
+    with pytest.raises(QueryError, match="operator 'pick': field 'schema' declares column\\(s\\) total"):
+        apply_query(df, query, {"pick": 1})
+
+
 def _run(tmp_path, tracking_uri, query, controller_args):
     workload = tmp_path / "workload.json"
     workload.write_text(json.dumps({**WORKLOAD, "duration_s": 16}))
@@ -95,9 +152,11 @@ def test_a_streaming_nexmark_run_with_live_degree_changes_gives_the_reference_an
     assert same, why
 
 
-def test_a_users_query_module_runs_under_a_controller(tmp_path, tracking_uri):
-    example = Path(__file__).resolve().parents[2] / "examples" / "key_windows.py"
-    out, summary = _run(tmp_path, tracking_uri, f"{example}:build", ["--controller", "threshold"])
+def test_a_users_dataframe_query_module_runs_under_a_controller(tmp_path, tracking_uri):
+    """The DataFrame version of the docs' example (the Arrow version runs batch by batch above, with the same
+    answer) under DS2, which reads the DataFrame operator's measured rates."""
+    out, summary = _run(tmp_path, tracking_uri, f"{EXAMPLES / 'key_windows_dataframe.py'}:build",
+                        ["--controller", "ds2"])
     assert summary["records_lost"] == 0 and summary["records_duplicated"] == 0
     windows = read_output(out / "sink").to_pandas()
     # every event is counted once, in the window its time falls in, whatever the batches and degrees

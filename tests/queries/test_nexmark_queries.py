@@ -10,7 +10,7 @@ from tests.queries.local_runner import run_locally
 from workloads.schedule import Schedule
 from workloads.spec import parse_workload
 
-QUERIES = list(nx.QUERIES)
+QUERIES = list(nx.ARROW_QUERIES)  # the DataFrame versions need Spark: tests/jobs/test_queries_on_spark.py
 
 
 @pytest.fixture(scope="module")

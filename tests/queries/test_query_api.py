@@ -42,6 +42,13 @@ SOURCE_DDL = "event_id BIGINT, arrival_ts TIMESTAMP, key INT, payload BINARY"
      "must be a pyarrow schema holding the key column 'key'"),
     ((Operator("s", None, "key INT, n BIGINT", key="key", state=Stateful(STATE, _step)),
       Operator("t", _identity, "key INT, n BIGINT")), "must be the query's last"),
+    ((Operator("d", _identity, SOURCE_DDL, dataframe=_identity),), "give one of fields 'transform', 'dataframe', "
+     "'state', not 'transform' and 'dataframe'"),
+    ((Operator("d", None, SOURCE_DDL, dataframe="select *"),), "field 'dataframe' must be a function"),
+    ((Operator("d", None, "key INT, n BIGINT", key="key", dataframe=_identity, state=Stateful(STATE, _step)),),
+     "not 'dataframe' and 'state'"),
+    ((Operator("d", None, SOURCE_DDL, dataframe=_identity, cpu_us=5),), "a DataFrame operator's cost is what "
+     "Spark spends on it"),
 ])
 def test_a_wrong_query_is_refused_naming_the_field(ops, message):
     with pytest.raises(QueryError, match="my_query:build") as err:
@@ -72,7 +79,7 @@ def test_the_loader_names_what_is_wrong(tmp_path, monkeypatch):
         "fails.py:build": "build() failed: RuntimeError: no table",
         "fails.py:other": "has no function 'other'",
         "wrong_type.py:build": "returned int, expected a queries.api.Query",
-        "nexmark:q9": "has no function 'q9'; it has q0, q1, q2, q3, q4, q5, q7, q8",
+        "nexmark:q9": "has no function 'q9'; it has q0, q1, q2, q3, q4, q5, q7, q8, q1df, q2df, q5df",
     }
     for ref, message in cases.items():
         with pytest.raises(QueryError) as err:
@@ -88,6 +95,9 @@ def test_the_nexmark_queries_and_the_example_load():
     example = Path(__file__).resolve().parents[2] / "examples" / "key_windows.py"
     query, _ = load_query(f"{example}:build")
     assert query.names == ("decode", "windows") and query.stateful.name == "windows"
+    query, _ = load_query(f"{example.with_name('key_windows_dataframe.py')}:build")
+    assert query.operators[0].dataframe is not None and query.operators[0].key == "key"
+    assert load_query("nexmark:q5df")[0].names == ("events", "window_counts", "count")
 
 
 def test_bad_query_input_stops_the_run_before_spark(tmp_path):
