@@ -30,8 +30,11 @@ def test_experiment_dag_end_to_end_on_the_postgres_server(tmp_path, postgres_dat
 
 
 def test_a_crashing_job_fails_its_task_leaves_a_failed_run_and_promotes_nothing(tmp_path):
+    """The case runs a Nexmark query written with DataFrame operators (the `queries` param reaches the job: its
+    first measured batch runs before the induced failure)."""
     uri = sqlite_uri(tmp_path)
-    result = run_dag(tmp_path / "airflow", "elastic_experiment", {**EXPERIMENT_CONF, "controllers": ["static"]}, uri,
+    result = run_dag(tmp_path / "airflow", "elastic_experiment",
+                     {**EXPERIMENT_CONF, "controllers": ["static"], "queries": ["nexmark:q2df"]}, uri,
                      extra_env={"ELASTIC_FAIL_AT_BATCH": "1"})
     assert_state(result, "failed")
     [case] = [t for t in result["tasks"] if t["task_id"] == "run_case"]
@@ -41,7 +44,8 @@ def test_a_crashing_job_fails_its_task_leaves_a_failed_run_and_promotes_nothing(
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
     [child] = client.search_runs([exp.experiment_id], "tags.`airflow.case` = '0'")
-    assert child.info.status == "FAILED" and "induced failure" in child.data.tags["failure_reason"]
+    assert child.info.status == "FAILED" and "induced failure at batch 1" in child.data.tags["failure_reason"]
+    assert child.data.tags["query"] == "nexmark:q2df" and child.data.tags["workload"] == "step.nexmark-q2df"
     [parent] = client.search_runs([exp.experiment_id], "tags.kind = 'experiment'")
     assert parent.info.status == "FAILED"
     assert client.search_registered_models() == [], "nothing promoted"
