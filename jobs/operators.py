@@ -12,6 +12,7 @@ count state. Queries with state held across batches (queries.api.Stateful) go th
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -43,12 +44,11 @@ def chains(query: Query, degrees: Mapping[str, int], chaining: bool = True) -> l
     repartition before it would only move records between tasks of the same number. This is Flink's operator
     chaining; it saves a stage's fixed cost (task launch, Python worker hand-over, an Arrow round trip to the JVM,
     about 0.1 s per batch on 2 cores: docs/benchmarks.md) and changes no operator's degree or result.
-    A DataFrame operator always starts a stage (Spark runs it in the JVM; the Arrow operators that follow it at the
-    same degree join the pass that measures it)."""
+    A DataFrame operator chains the same way: Spark runs it in the JVM on the output of the Python task before it,
+    within the stage, and the Arrow operators after it join the pass that measures it (apply_query)."""
     out: list[tuple[Operator, ...]] = []
     for op in query.operators:
-        if (chaining and out and not op.keyed and op.dataframe is None
-                and degrees[op.name] == degrees[out[-1][-1].name]):
+        if chaining and out and not op.keyed and degrees[op.name] == degrees[out[-1][-1].name]:
             out[-1] = out[-1] + (op,)
         else:
             out.append((op,))
@@ -83,20 +83,41 @@ def apply_query(df, query: Query, degrees: Mapping[str, int], accumulators: Mapp
             out = out.withColumn(KEY_GROUP, group).repartition(d, route)
         else:
             out = out.repartition(d, head.key) if head.keyed else out.repartition(d)
-        if head.dataframe is not None:
-            out = _dataframe_stage(out, head, context, head.name == first,
-                                   observations if accumulators is not None else None)
-        functions = [task_function(dataframe_probe(op) if op.dataframe is not None else op, context,
-                                   accumulators[op.name] if accumulators is not None else None,
-                                   count_input_ids=op.name == first and op.dataframe is None,
-                                   counts_events=query.counts_events if op.name == last else None,
-                                   placement_stats=placement_stats if op.keyed and routing is not None else None,
-                                   window_s=query.window_s, state=state if op.state is not None else None,
-                                   state_output=_arrow_schema(op.schema) if op.state is not None else None)
-                     for op in chain]
-        schema = chain[-1].schema + (f", {STATE_COLUMN} BINARY" if chain[-1].state is not None else "")
-        out = out.mapInArrow(functions[0] if len(functions) == 1 else _chained(functions), schema)
+        # within the stage: a Python pass per run of Arrow operators; a DataFrame operator's JVM plan between two
+        # passes, measured by the pass after it (its probe), which also runs the Arrow operators that follow it
+        passes: list[list] = []
+        for op in chain:
+            if op.dataframe is not None:
+                if passes:
+                    out = _python_pass(out, passes.pop())
+                out = _dataframe_stage(out, op, context, op.name == first,
+                                       observations if accumulators is not None else None)
+                op_fn = task_function(dataframe_probe(op), context,
+                                      accumulators[op.name] if accumulators is not None else None,
+                                      counts_events=query.counts_events if op.name == last else None,
+                                      clock_from_first_batch=op is not head)
+                passes.append([(op, op_fn)])
+                continue
+            op_fn = task_function(op, context, accumulators[op.name] if accumulators is not None else None,
+                                  count_input_ids=op.name == first,
+                                  counts_events=query.counts_events if op.name == last else None,
+                                  placement_stats=placement_stats if op.keyed and routing is not None else None,
+                                  window_s=query.window_s, state=state if op.state is not None else None,
+                                  state_output=_arrow_schema(op.schema) if op.state is not None else None)
+            if passes:
+                passes[-1].append((op, op_fn))
+            else:
+                passes.append([(op, op_fn)])
+        out = _python_pass(out, passes.pop())
     return out
+
+
+def _python_pass(df, ops: list[tuple[Operator, Callable]]):
+    """One mapInArrow running these operators' task functions one after the other."""
+    functions = [fn for _, fn in ops]
+    last = ops[-1][0]
+    schema = last.schema + (f", {STATE_COLUMN} BINARY" if last.state is not None else "")
+    return df.mapInArrow(functions[0] if len(functions) == 1 else _chained(functions), schema)
 
 
 def _dataframe_stage(df, op: Operator, context: BatchContext, first: bool, observations: dict | None):
@@ -127,7 +148,9 @@ def _dataframe_stage(df, op: Operator, context: BatchContext, first: bool, obser
 def dataframe_probe(op: Operator) -> Operator:
     """The Arrow pass that ends a DataFrame operator's stage: it passes the rows on and, as its task function,
     reports the operator's output rows and its task's time, which includes the JVM work upstream in the stage (the
-    JVM feeds the pass as it computes). Its input count is replaced by the Observation's (the operator's input)."""
+    JVM feeds the pass as it computes); when the operator runs in its predecessor's stage, its clock starts with
+    the first rows it gives (the Python operator before it hands its rows over only once it has finished them).
+    Its input count is replaced by the Observation's (the operator's input)."""
     return Operator(op.name, _identity, op.schema, key=op.key)
 
 
@@ -271,7 +294,8 @@ def _per_batch(table: pa.Table, fn: Callable[[pa.RecordBatch], pa.RecordBatch]) 
 # ---- operators as mapInArrow functions ------------------------------------------------------------------------
 def task_function(op: Operator, context: BatchContext, stats=None, count_input_ids: bool = False,
                   counts_events: Callable[[pa.Table], tuple[int, int]] | None = None, placement_stats=None,
-                  window_s: float | None = None, state: bytes | None = None, state_output: pa.Schema | None = None
+                  window_s: float | None = None, state: bytes | None = None, state_output: pa.Schema | None = None,
+                  clock_from_first_batch: bool = False
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of one operator: its declared cost, then its transformation on the task's whole
     input. With `stats` (an accumulator) it reports its task's metrics (and, for the first operator, the sum of the
@@ -281,6 +305,10 @@ def task_function(op: Operator, context: BatchContext, stats=None, count_input_i
     cpu_us, wait_us = op.cpu_us, op.wait_us
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if clock_from_first_batch:
+            batches = iter(batches)
+            head = next(batches, None)
+            batches = itertools.chain([head] if head is not None else [], batches)
         start_wall = time.time()
         start = time.perf_counter()
         pending = [b for b in batches if b.num_rows]

@@ -90,32 +90,54 @@ def test_the_dataframe_example_equals_the_arrow_example_across_degree_changes(sp
     assert same, why
 
 
-def test_a_dataframe_operator_is_measured_and_its_keyed_groupby_needs_no_other_shuffle(spark, schedule):
+def _measured_batch(spark, schedule, query, degrees, first, stop):
+    """The query on events [first, stop) as a run's batch measures it: its executed plan and its stats."""
+    from jobs.metrics import OperatorStats
+    from jobs.operators import apply_query
+    from jobs.query_runtime import batch_context
+
+    stats = OperatorStats(spark.sparkContext, query.names)
+    df = (spark.read.format("workload_replay").option("spec", schedule.spec.to_json())
+          .option("schedule_state", schedule.state()).option("first", str(first)).option("stop", str(stop)).load())
+    plan = apply_query(df, query, degrees, stats.accumulators, observations=stats.observations,
+                       context=batch_context(schedule.spec, schedule.state()))
+    executed = plan._jdf.queryExecution().executedPlan().toString()
+    plan.toArrow()
+    stats.absorb()
+    return executed, stats
+
+
+def test_a_keyed_dataframe_operator_is_measured_and_its_groupby_needs_no_other_shuffle(spark, schedule):
     """Its input rows (and, as the first operator, the ids it read) come from Spark's Observation, its tasks are
     its degree, and its groupBy on its key runs on the repartition the engine made: one exchange per stage."""
-    from jobs.metrics import OperatorStats
-    from jobs.operators import apply_query, chains
-    from queries.loading import load_query
-
     from jobs.experiment import ship_query_module
+    from jobs.operators import chains
+    from queries.loading import load_query
 
     query, module = load_query(f"{EXAMPLES / 'key_windows_dataframe.py'}:build")
     ship_query_module(module)
-    stats = OperatorStats(spark.sparkContext, query.names)
-    first, stop = 100, 2100
-    df = (spark.read.format("workload_replay").option("spec", schedule.spec.to_json())
-          .option("schedule_state", schedule.state()).option("first", str(first)).option("stop", str(stop)).load())
     degrees = {"partials": 3, "windows": 2}
-    plan = apply_query(df, query, degrees, stats.accumulators, observations=stats.observations)
-    executed = plan._jdf.queryExecution().executedPlan().toString()
-    assert executed.count("Exchange ") == len(chains(query, degrees)), executed
-    plan.toArrow()
-    stats.absorb()
+    executed, stats = _measured_batch(spark, schedule, query, degrees, 100, 2100)
+    assert executed.count("Exchange ") == len(chains(query, degrees)) == 2, executed
     partials, windows = stats.read(degrees)
     raw = stats.raw("partials")
-    assert (partials.records_in, raw[3]) == (stop - first, sum(range(first, stop)))
+    assert (partials.records_in, raw[3]) == (2000, sum(range(100, 2100)))
     assert partials.tasks == 3 and windows.tasks == 2 and partials.busy_s > 0
     assert windows.records_in == partials.records_out > 0
+
+
+def test_an_unkeyed_dataframe_operator_runs_in_its_predecessors_stage_and_keeps_its_own_metrics(spark, schedule):
+    """q1df at one degree: `convert` needs no shuffle after `events` (one exchange, before `events`), and is still
+    measured as an operator of its own; at another degree it gets its own stage."""
+    from jobs.operators import chains
+
+    query = nx.build("q1df")
+    for degrees, exchanges in (({"events": 2, "convert": 2}, 1), ({"events": 2, "convert": 3}, 2)):
+        executed, stats = _measured_batch(spark, schedule, query, degrees, 0, 3000)
+        assert executed.count("Exchange ") == len(chains(query, degrees)) == exchanges, executed
+        events, convert = stats.read(degrees)
+        assert (events.records_in, events.records_out, convert.records_in) == (3000, 3000, 3000)
+        assert 0 < convert.records_out < 3000 and convert.tasks == degrees["convert"] and convert.busy_s > 0
 
 
 def test_a_dataframe_operator_missing_a_declared_column_is_refused_before_any_job(spark):
