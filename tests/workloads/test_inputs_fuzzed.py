@@ -73,7 +73,11 @@ def test_a_workload_file_is_accepted_and_simulates_or_rejected_in_one_line(spec,
         assert "\n" not in message and message.startswith(str(path)), message
         return
     workload = workload.with_overrides(duration_s=min(workload.duration_s, 20.0))
-    run = simulate_configuration("threshold", {}, Schedule(workload), PLANT, slo_latency_s=5.0)
+    schedule = Schedule(workload)
+    run = simulate_configuration("threshold", {}, schedule, PLANT, slo_latency_s=5.0)
+    if schedule.total_events == 0:  # rates so low that nothing arrives (a 1 s google_like at median 1 ev/s)
+        assert (run.batches, run.cost_slot_seconds, run.slo_attainment) == (0, 0.0, 1.0)
+        return
     assert run.batches > 0 and run.cost_slot_seconds > 0 and 0.0 <= run.slo_attainment <= 1.0
 
 
