@@ -13,7 +13,7 @@ micro-batches; the state follows the keys.
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from queries.api import Operator, Query, Stateful
+from queries.api import Operator, Query, Stateful, closed_windows
 
 WINDOW_US = 5_000_000
 STATE = pa.schema([("key", pa.int32()), ("window_start_us", pa.int64()), ("events", pa.int64()),
@@ -41,10 +41,7 @@ def add_up(rows: pa.Table, state: pa.Table, ctx) -> tuple[pa.Table, pa.Table]:
 
 def close_windows(state: pa.Table, watermark_us: int, final: bool) -> tuple[pa.Table, pa.Table]:
     """Emit the windows every event of which has been read (all of them at the end); keep the others."""
-    closed = pc.less_equal(pc.add(state.column("window_start_us"), WINDOW_US), watermark_us)
-    if final:
-        closed = pc.is_valid(state.column("key"))
-    return state.filter(closed), state.filter(pc.invert(closed))
+    return closed_windows(state, watermark_us, final, WINDOW_US)
 
 
 def build() -> Query:

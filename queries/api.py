@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # the replay source's rows, the first operator's input (jobs.replay_source.SCHEMA)
 SOURCE_SCHEMA = "event_id BIGINT, arrival_ts TIMESTAMP, key INT, payload BINARY"
@@ -216,6 +217,16 @@ def check_query(query: Any, source: str) -> Query:
         raise QueryError(f"{source}: field 'counts_events' cannot be given with a stateful operator (what "
                          "on_watermark emits stands for events of earlier batches)")
     return query
+
+
+def closed_windows(state: pa.Table, watermark_us: int, final: bool, window_us: int,
+                   start_column: str = "window_start_us") -> tuple[pa.Table, pa.Table]:
+    """(closed, kept): the state rows of tumbling windows every event of which has been read (window end <= the
+    watermark; every row when `final`), and the others. The usual body of a windowed query's `on_watermark`."""
+    if final:
+        return state, state.schema.empty_table()
+    closed = pc.less_equal(pc.add(state.column(start_column), window_us), watermark_us)
+    return state.filter(closed), state.filter(pc.invert(closed))
 
 
 def describe_query(query: Query) -> dict[str, Any]:

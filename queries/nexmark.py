@@ -288,7 +288,7 @@ def _count_q5(rows: pa.Table, state: pa.Table, ctx: BatchContext) -> tuple[pa.Ta
 
 
 def top_per_window(state: pa.Table, watermark_us: int, final: bool, value: str, out_schema: pa.Schema,
-                    window_us: int) -> tuple[pa.Table, pa.Table]:
+                   window_us: int) -> tuple[pa.Table, pa.Table]:
     """Windows the watermark closed (all, at the end): their rows with the window's highest `value`, every tie."""
     closed = pc.less_equal(pc.add(state.column("window_start_us"), window_us), watermark_us)
     if final:
