@@ -30,16 +30,30 @@ def test_the_benchmark_prints_the_ratio_and_a_breakdown_by_chained_stage(tmp_pat
     assert breakdown["spark.addBatch"] > 0 and breakdown["    parse+enrich: task run"] > 0
 
 
-def test_the_foundation_throughput_comparison_runs_against_the_current_batch_function(tmp_path):
-    from benchmarks import foundation
-    from jobs.config import RunConfig
-    from jobs.spark_session import PACKAGES, package_code, start_spark
+FOUNDATION_OVERHEAD = """
+import json, sys
+from pathlib import Path
+from benchmarks import foundation
+from jobs.config import RunConfig
+from jobs.spark_session import PACKAGES, package_code, start_spark
 
-    config = RunConfig(controller="static", controller_params={}, workload="constant", quiet=True).validate()
-    spark = start_spark(config, package_code(tmp_path / "code.zip", PACKAGES + ("benchmarks",)))
-    try:
-        result = foundation.overhead(spark, tmp_path, degree=2, events_per_batch=2000, rounds=1, warm=1, measured=2)
-    finally:
-        spark.stop()
+work = Path(sys.argv[1])
+config = RunConfig(controller="static", controller_params={}, workload="constant", quiet=True).validate()
+spark = start_spark(config, package_code(work / "code.zip", PACKAGES + ("benchmarks",)))
+try:
+    result = foundation.overhead(spark, work, degree=2, events_per_batch=2000, rounds=1, warm=1, measured=2)
+finally:
+    spark.stop()
+print(json.dumps(result))
+"""
+
+
+def test_the_foundation_throughput_comparison_runs_against_the_current_batch_function(tmp_path):
+    # in its own process too: a test worker that ran another module's in-process Spark session keeps that gateway's
+    # code zip, and a session with another one then fails to start ("code.zip exists and does not match")
+    proc = subprocess.run([sys.executable, "-c", FOUNDATION_OVERHEAD, str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["instrumented_events_per_s"] > 0 and result["bare_events_per_s"] > 0
     assert len(result["ratios"]) == 1
