@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from jobs.query_runtime import as_table, stateful_step
 from jobs.sink_check import partials_count
 from jobs.topology import Topology
-from queries.api import STATE_COLUMN, BatchContext, Operator, Query
+from queries.api import STATE_COLUMN, BatchContext, Operator, Query, QueryError
 
 from params.units import US
 
@@ -138,8 +138,6 @@ def _dataframe_stage(df, op: Operator, context: BatchContext, first: bool, obser
     have = set(result.columns)
     missing = [f.name for f in declared.fields if f.name not in have]
     if missing:
-        from queries.api import QueryError
-
         raise QueryError(f"operator {op.name!r}: field 'schema' declares column(s) {', '.join(missing)} that its "
                          f"DataFrame does not have (it has: {', '.join(result.columns)})")
     return result.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in declared.fields])

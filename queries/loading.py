@@ -16,7 +16,6 @@ SHORTHANDS = {"nexmark": "queries.nexmark"}
 USER_MODULE_PREFIX = "elastic_user_query_"
 
 
-
 def load_query(ref: str) -> tuple[Query, ModuleType]:
     """The checked query and the module it came from (the job ships a user's module to Spark's workers)."""
     module_name, sep, function = ref.rpartition(":")

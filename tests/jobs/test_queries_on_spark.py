@@ -42,6 +42,12 @@ def schedule():
     return Schedule(parse_workload(WORKLOAD, "test"))
 
 
+def _replay(spark, schedule, first: int, stop: int):
+    """Events [first, stop) of the schedule as the replay source serves a micro-batch."""
+    return (spark.read.format("workload_replay").option("spec", schedule.spec.to_json())
+            .option("schedule_state", schedule.state()).option("first", str(first)).option("stop", str(stop)).load())
+
+
 def _run_batches(spark, schedule, query):
     """The query over four micro-batches, as jobs.batch.BatchProcessor runs them, degrees changing each batch."""
     from jobs.operators import apply_query
@@ -53,9 +59,7 @@ def _run_batches(spark, schedule, query):
     bounds = [total * i // len(DEGREES) for i in range(len(DEGREES) + 1)]
     outputs = []
     for b, (first, stop) in enumerate(zip(bounds, bounds[1:])):
-        df = (spark.read.format("workload_replay").option("spec", schedule.spec.to_json())
-              .option("schedule_state", schedule.state()).option("first", str(first)).option("stop", str(stop))
-              .load())
+        df = _replay(spark, schedule, first, stop)
         degrees = {op: DEGREES[(b + i) % len(DEGREES)] for i, op in enumerate(query.names)}
         out = apply_query(df, query, degrees, context=context, state=state.payload()).toArrow()
         outputs.append(state.after_batch(out, int(schedule.arrival_us(stop - 1, stop)[0])))
@@ -97,8 +101,7 @@ def _measured_batch(spark, schedule, query, degrees, first, stop):
     from jobs.query_runtime import batch_context
 
     stats = OperatorStats(spark.sparkContext, query.names)
-    df = (spark.read.format("workload_replay").option("spec", schedule.spec.to_json())
-          .option("schedule_state", schedule.state()).option("first", str(first)).option("stop", str(stop)).load())
+    df = _replay(spark, schedule, first, stop)
     plan = apply_query(df, query, degrees, stats.accumulators, observations=stats.observations,
                        context=batch_context(schedule.spec, schedule.state()))
     executed = plan._jdf.queryExecution().executedPlan().toString()

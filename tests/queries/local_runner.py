@@ -13,6 +13,7 @@ from jobs.replay_source import event_batches
 from queries.api import BatchContext, Query
 from queries.api import simple_arrow_schema as arrow_schema
 
+
 def split(table: pa.Table, degree: int, key: str | None) -> list[pa.Table]:
     if key is None:
         where = np.arange(table.num_rows) % degree
