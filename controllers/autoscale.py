@@ -46,6 +46,7 @@ from controllers.common_params import INITIAL_DEGREE, INITIAL_DEGREES, MIN_DEGRE
 from params.declare import Choices, SearchRange
 from controllers.forecast import LastValuePredictor, PaperPredictor
 from controllers.forecast_guard import GuardedPredictor
+from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
 from controllers.types import Decision, RunContext, Snapshot
 
 NOTHING, SCALE_IN, SCALE_OUT = "nothing", "scale-in", "scale-out"
@@ -139,6 +140,7 @@ class _OperatorHistory:
 @register
 class AutoscaleController(Controller):
     name = "autoscale"
+    SLOT_AWARE = True
     summary = "AUTOSCALE (EGC 2017): predicted load / capacity per operator, decision tables, scale before congestion"
     PARAMS = {
         "period_s": Param(float, 10.0, "iteration length Δ in seconds (one decision per iteration); must be at "
@@ -186,6 +188,7 @@ class AutoscaleController(Controller):
                                   search=SearchRange(1, 10)),
         "initial_degree": INITIAL_DEGREE.but(doc="degree of every operator not in initial_degrees (1: ConfMin)"),
         "initial_degrees": INITIAL_DEGREES.but(doc="per-operator first degrees, e.g. {enrich: 3} (ConfExpt)"),
+        **EXECUTOR_PARAMS,
     }
     RULES = (
         below("theta_min", "theta_max"),
@@ -193,6 +196,7 @@ class AutoscaleController(Controller):
         Rule(("min_degree", "max_p"), lambda v, c: None if c.max_degree is None else
              v["min_degree"] <= (min(v["max_p"], c.max_degree) if v["max_p"] else c.max_degree),
              "min_degree ({min_degree}) exceeds maxP (max_p {max_p}, or max_degree {max_degree} when 0)"),
+        *EXECUTOR_RULES,
     )
 
     def __init__(self, params, operators, max_degree):

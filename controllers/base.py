@@ -12,6 +12,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Mapping, Sequence
 
+from controllers.slots import SlotFitter
 from controllers.types import Decision, RunContext, Snapshot
 from params.declare import Context, Param, ParamError, Rule, check_params, describe_params, search_space
 
@@ -37,17 +38,34 @@ class Controller(ABC):
     summary: ClassVar[str]
     PARAMS: ClassVar[Mapping[str, Param]] = {}
     RULES: ClassVar[tuple[Rule, ...]] = ()
+    # slot-aware controllers (controllers/slots.py) have their degrees capped at the run's task slots and may manage
+    # executors (they declare EXECUTOR_PARAMS); the control loop applies it after `decide` and `at_batch_start`
+    SLOT_AWARE: ClassVar[bool] = False
 
     def __init__(self, params: Mapping[str, Any], operators: Sequence[str], max_degree: int):
         self.params = dict(params)
         self.operators = tuple(operators)
         self.max_degree = max_degree
         self.context: RunContext | None = None
+        self.slot_fitter = SlotFitter(self.params) if self.SLOT_AWARE else None
 
     def bind(self, context: RunContext) -> None:
         """Receive the run's context before the first batch (the Spark job, the simulator and tests all call it).
         Controllers that plan with the run's settings or the workload's future override it and call super()."""
         self.context = context
+        if self.slot_fitter is not None:
+            self.slot_fitter.bind(context.slots)
+
+    def fit_to_slots(self, decision: Decision, snapshot: Snapshot | None, executors: int | None,
+                     time_s: float) -> Decision:
+        """The decision as the run's task slots allow it (controllers/slots.py); unchanged for a controller that is
+        not slot-aware. The control loop calls it after every decision, with the snapshot decided on (None at a
+        batch start)."""
+        if self.slot_fitter is None:
+            return decision
+        if snapshot is not None:
+            self.slot_fitter.observe(snapshot)
+        return self.slot_fitter.fit(decision, executors, time_s, plan_executors=snapshot is not None)
 
     def run_tags(self) -> dict[str, str]:
         """Tags this configuration adds to its run's record (which predictor it uses, say)."""
@@ -79,7 +97,7 @@ class Controller(ABC):
     def initial_executors(self) -> int | None:
         """Executors for the first batch when this controller manages them (process level); None leaves the
         executors to Spark (all the cores the cluster grants, or Spark's own dynamic allocation)."""
-        return None
+        return self.slot_fitter.initial_executors() if self.slot_fitter is not None else None
 
     def spark_settings(self) -> dict[str, str]:
         """Spark settings this configuration needs at start-up (Spark's dynamic allocation is configured, not

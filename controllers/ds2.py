@@ -53,6 +53,7 @@ from typing import Callable, Mapping
 from controllers.base import Controller, Param, register
 from controllers.common_params import SEARCHED_INITIAL_DEGREE, at_most_max_degree
 from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards, catch_up_rate, vector_text
+from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
 from params.declare import SearchRange
 from controllers.types import Decision, RunContext, Snapshot
 
@@ -87,6 +88,7 @@ def least_cost_vector(stage_s: Callable[[str, int], float], operators: tuple[str
 @register
 class DS2Controller(Controller):
     name = "ds2"
+    SLOT_AWARE = True
     summary = "DS2 rate-based scaling (Flink's autoscaler), all operators in one step, for micro-batches"
     PARAMS = {
         "scale_down_delay_s": Param(float, 10.0, "guards off: a lower vector must be proposed this long before it is "
@@ -95,8 +97,9 @@ class DS2Controller(Controller):
         "window_batches": Param(int, 3, "batches whose metrics are averaged", 1, search=SearchRange(1, 10)),
         "initial_degree": SEARCHED_INITIAL_DEGREE,
         **GUARD_PARAMS,
+        **EXECUTOR_PARAMS,
     }
-    RULES = (at_most_max_degree("initial_degree", "min_degree"), *GUARD_RULES)
+    RULES = (at_most_max_degree("initial_degree", "min_degree"), *GUARD_RULES, *EXECUTOR_RULES)
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
@@ -107,7 +110,7 @@ class DS2Controller(Controller):
 
     def bind(self, context: RunContext) -> None:
         super().bind(context)
-        self.guards.bind(context.slo_latency_s, context.slots)
+        self.guards.bind(context.slo_latency_s, *self.slot_fitter.guard_slots())
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: min(self.max_degree, max(self.params["initial_degree"], self.params["min_degree"]))

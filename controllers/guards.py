@@ -245,6 +245,7 @@ class Guards:
         self._lower_since: float | None = None  # since when lower vectors have been proposed without a break
         self._before_burst: dict[str, int] | None = None  # the vector a batch-start burst sizing raised
         self._sized_for_lag: dict[str, int] | None = None  # the vector a scale-up sized for a backlog set
+        self._follow_live = False  # bind: slots unknown before the run, so the live count bounds the degrees
 
     # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
 
@@ -253,6 +254,8 @@ class Guards:
             return
         self._last_batch = snapshot.batch_id
         self._recent.append(snapshot)
+        if self._follow_live and snapshot.slots:
+            self.cap = max(self.params["min_degree"], min(self.max_degree, snapshot.slots))
         for op in snapshot.operators:
             if op.records_in > 0 and op.span_s > 0:
                 self._curve.setdefault((op.name, op.degree), deque(maxlen=CURVE_BATCHES)).append(
@@ -265,14 +268,18 @@ class Guards:
             if block.load > 0 and abs(load - block.load) > self.params["load_change"] * block.load:
                 del self.blocks[name]
 
-    def bind(self, slo_latency_s: float | None, slots: int = 0) -> None:
+    def bind(self, slo_latency_s: float | None, slots: int = 0, follow_live: bool = True) -> None:
         """The run's latency bound (it caps the catch-up time) and its task slots, when the controller is bound to a
         run. With `parallel_slots` unset (0) the run's slots bound the degrees: a degree beyond the tasks that can run
         at once adds waves, not speed, and burst sizing, which assumes linear speed-up where no degree was observed,
-        would otherwise raise a batch to the run's max degree on a machine with half as many cores."""
+        would otherwise raise a batch to the run's max degree on a machine with half as many cores. Slots unknown
+        before the run (0, a cluster master) are taken from each batch's registered executor cores unless
+        `follow_live` is off (the controller's slot_cap=false)."""
         self.slo_latency_s = slo_latency_s
         if not self.params["parallel_slots"] and slots > 0:
             self.cap = max(self.params["min_degree"], min(self.max_degree, slots))
+        # a cluster master's slots are known only once executors register: then each batch's count bounds them
+        self._follow_live = follow_live and not self.params["parallel_slots"] and slots <= 0
 
     def catch_up_s(self, trigger_s: float) -> float:
         """The catch-up time the guards size with: catch_up_s, but no longer than the run's latency bound less one

@@ -104,6 +104,8 @@ class ControlLoop:
         recorded like any decision, numbered as a decision after the last batch (in force in the next one);
         returns the degrees for the starting batch."""
         decision = self.controller.at_batch_start(pending, time_s, dict(self.degrees))
+        if decision is not None:
+            decision = self.controller.fit_to_slots(decision, None, self.executors, time_s)
         if decision is not None and dict(decision.degrees) != self.degrees:
             self._take(decision, last_batch_id, time_s, at_batch_start=True)
         return dict(self.degrees)
@@ -111,6 +113,7 @@ class ControlLoop:
     def step(self, snapshot: Snapshot) -> dict[str, int]:
         """Decide after a batch; returns the degrees in force for the next batch (self.executors: the executors)."""
         decision = self.controller.decide(snapshot)  # an exception here is a controller bug: the run fails loudly
+        decision = self.controller.fit_to_slots(decision, snapshot, self.executors, snapshot.time_s)
         self._take(decision, snapshot.batch_id, snapshot.time_s)
         return dict(self.degrees)
 

@@ -28,6 +28,7 @@ from typing import Mapping
 from controllers.base import Controller, Param, register
 from controllers.common_params import COOLDOWN_S, SEARCHED_INITIAL_DEGREE, at_most_max_degree, below
 from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards
+from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
 from params.declare import Choices, SearchRange
 from controllers.types import Decision, RunContext, Snapshot
 
@@ -35,6 +36,7 @@ from controllers.types import Decision, RunContext, Snapshot
 @register
 class ThresholdController(Controller):
     name = "threshold"
+    SLOT_AWARE = True
     summary = "scale the bottleneck up when batch time / trigger >= up, the idlest down when <= down, with a cooldown"
     PARAMS = {
         "scale_up_ratio": Param(float, 0.9, "batch duration / trigger interval at or above which to scale up", 0.0,
@@ -47,9 +49,10 @@ class ThresholdController(Controller):
                                     "(guards on: the catch-up size)",
                       choices=("ratio", "one"), search=Choices(("ratio", "one"))),
         **GUARD_PARAMS,
+        **EXECUTOR_PARAMS,
     }
     RULES = (below("scale_down_ratio", "scale_up_ratio"), at_most_max_degree("initial_degree", "min_degree"),
-             *GUARD_RULES)
+             *GUARD_RULES, *EXECUTOR_RULES)
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
@@ -58,7 +61,7 @@ class ThresholdController(Controller):
 
     def bind(self, context: RunContext) -> None:
         super().bind(context)
-        self.guards.bind(context.slo_latency_s, context.slots)
+        self.guards.bind(context.slo_latency_s, *self.slot_fitter.guard_slots())
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: max(self.params["initial_degree"], self.params["min_degree"]) for op in self.operators}

@@ -62,6 +62,7 @@ class Snapshot:
     cpu_percent: float | None = None  # percent of one core, summed over the job's processes on this host
     memory_mb: float | None = None
     cpu_cores: int | None = None  # the host's cores, to read cpu_percent as a share of the machine
+    slots: int | None = None  # task slots registered at this batch (executor cores on a cluster); None: not known
 
     @property
     def degrees(self) -> dict[str, int]:
