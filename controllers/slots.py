@@ -41,10 +41,11 @@ EXECUTOR_PARAMS = {
                                     "degrees wanted need more task slots than they give; needs a cluster master"),
     "min_executors": Param(int, 1, "executors: never fewer", 1),
     "max_executors": Param(int, 4, "executors: never more (project's choice: 4, twice this machine's cores)", 1,
-                           search=SearchRange(1, 8)),
+                           search=SearchRange(1, 8), search_when=("executors", True)),
     "initial_executors": Param(int, 1, "executors: in the first batch", 1),
     "executor_scale_in_s": Param(float, 30.0, "executors: release one only after fewer were wanted for this long "
-                                              "without a break (hysteresis)", 0.0, search=SearchRange(0.0, 120.0)),
+                                              "without a break (hysteresis)", 0.0, search=SearchRange(0.0, 120.0),
+                                  search_when=("executors", True)),
 }
 
 EXECUTOR_RULES = (
