@@ -99,7 +99,8 @@ class RunContext:
     schedule: the workload's arrivals (count_due / arrival_us, µs since the anchor) — only the oracle may plan
     with it, and it is what makes the oracle an oracle; predictor: a load predictor loaded from the MLflow registry
     for controllers that forecast (None: the controller's own), with a warning when it fell back; slots: the task
-    slots the run has (executor cores; local[N]: N), 0 when the job cannot tell before it starts (a cluster master).
+    slots the run has (executor cores; local[N]: N), 0 when the job cannot tell before it starts (a cluster master);
+    capacity_table: the multi-level benchmark's table the run loaded for the `multilevel` controller.
     """
 
     trigger_s: float
@@ -110,3 +111,4 @@ class RunContext:
     predictor: Any = None
     predictor_warning: str = ""
     slots: int = 0
+    capacity_table: Any = None  # controllers.multilevel.CapacityTable the run resolved for `multilevel`

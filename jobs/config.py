@@ -87,6 +87,7 @@ class RunConfig:
     spec: WorkloadSpec | None = None
     topo: Topology | None = None
     job_query: Query | None = None  # the operators the run executes: the topology's, or the --query's
+    capacity_table: Any = None  # the multi-level controller's table, resolved in validate()
     query_module: Any = None  # a user's module, shipped to Spark's Python workers by value
     predictor: Any = None  # a LoadedPredictor when the controller asks for a registered one
     warnings: list[str] = field(default_factory=list)  # what validate() found questionable but not wrong
@@ -137,6 +138,12 @@ class RunConfig:
         # last: the one check that waits on a service (up to its timeout); a registered predictor is read from it
         check_tracking_store(self.tracking_uri or default_tracking_uri())
         self.predictor = self._registered_predictor(controller.params)
+        self.capacity_table = self._capacity_table(controller.params)
+        if self.capacity_table is not None:
+            try:
+                controller.bind(self.context())
+            except ConfigError as exc:
+                raise InputError(str(exc)) from None
         return self
 
     def workload_label(self) -> str:
@@ -231,7 +238,7 @@ class RunConfig:
                           max_degree=self.max_degree, schedule=schedule,
                           predictor=None if predictor is None else predictor.predictor,
                           predictor_warning="" if predictor is None else (predictor.warning or ""),
-                          slots=local_slots(self.master))
+                          slots=local_slots(self.master), capacity_table=self.capacity_table)
 
     def _check_host_scaling(self, controller) -> None:
         if self.host_provisioning_delay_s < 0:
@@ -269,6 +276,22 @@ class RunConfig:
                                              horizon=Horizon(self.trigger_s, steps))
         except PredictorLoadError as exc:
             raise InputError(f"controller {self.controller!r}: {exc}") from None
+
+
+    def _capacity_table(self, params: dict[str, Any]) -> Any:
+        """The multi-level controller's capacity table (jobs.capacity_table), read and checked once."""
+        if self.controller != "multilevel":
+            return None
+        from jobs.capacity_table import TableNotFound, query_identity, resolve
+        from jobs.recording.recorder import default_tracking_uri
+
+        from controllers.multilevel import TableError
+
+        try:
+            return resolve(str(params["table"]), query_identity(self.query, self.topology), self.job_query.names,
+                           self.tracking_uri or default_tracking_uri())
+        except (TableError, TableNotFound) as exc:
+            raise InputError(f"controller 'multilevel': parameter 'table': {exc}") from None
 
 
 def query_workload_label(workload: str, query: str) -> str:

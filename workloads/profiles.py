@@ -58,6 +58,14 @@ def _step(p, ctx) -> RateFunction:
     return lambda t: np.where(t < at, low, high).astype(float)
 
 
+def _staircase(p, ctx) -> RateFunction:
+    """Constant levels rising by `step` every `step_s`, from `start` to at most `end`: the injector of the
+    multi-level seed's automatic benchmark (TPDS 2019, step 2), which raises the rate step by step and holds each
+    level long enough to judge the configuration's health."""
+    start, end, step, step_s = p["start"], p["end"], p["step"], p["step_s"]
+    return lambda t: np.minimum(start + step * np.floor(np.asarray(t, dtype=float) / step_s), end)
+
+
 def _ramp(p, ctx) -> RateFunction:
     start, end, t0, t1 = p["start"], p["end"], p["ramp_start_s"], p["ramp_end_s"]
 
@@ -250,6 +258,14 @@ PROFILES: dict[str, Profile] = {
          "high": P("events per second from the step on"),
          "at_s": P("time of the step, seconds from the start")},
         _step, "One sudden change of rate: the simplest test of how fast a controller reacts."),
+    "staircase": Profile(
+        "staircase",
+        {"start": P("events per second of the first level"),
+         "end": P("events per second of the last level (the levels stop rising there)"),
+         "step": P("events per second added at each level", positive=True),
+         "step_s": P("seconds each level lasts", positive=True)},
+        _staircase, "Levels rising step by step: the multi-level seed's automatic benchmark injector (TPDS 2019).",
+        (_not_above("start", "end"),)),
     "ramp": Profile(
         "ramp",
         {"start": P("events per second before the ramp"),

@@ -1,0 +1,347 @@
+"""Multi-level elasticity (IEEE TPDS 2019 seed; ../shared/seeds/digest_003.md): the automatic benchmark that finds,
+rate by rate, the cheapest container level that still helps (phase B), the capacity table it yields, and the
+application-specific controller derived from that table (phase C).
+
+Phase B, `multilevel-benchmark`. The seed starts the application un-parallelised on one machine and raises the
+injected rate step by step; when an instance's health, processed / received over a period T, falls below a
+threshold, it adds an instance with the cheapest container that still improves performance, else a new machine.
+Here, on Spark (the workload is the `staircase` profile; `benchmarks.multilevel_table` runs it and logs the table):
+- health over each period of `period_s`: events read ÷ events arrived in its batches, and — the project's addition
+  for a micro-batch job, which can keep up on average while every event is late — the period's worst batch p95
+  latency within the run's SLO (`latency_check`);
+- the levels, cheapest first, in the order the phase-A characterisation (docs/multilevel.csv) justifies on this
+  project's cluster: (1) partitions — the bottleneck operator's degree + 1 while it is below the task slots
+  registered (degree 2 on 2 slots ran 1.26x degree 1; beyond the slots degree 8 ran 0.85x); (2) executors — one
+  more 1-core executor (process level), which the job's host actuator turns into (3) a new worker when no host has
+  a free core (`--host-scaling`). Each level's provisioning delay is measured: the time from the request to the
+  slots registered;
+- after an addition the next period starts once the new capacity is there, so every period judges one
+  configuration.
+The paper leaves the threshold, T, the rate step and the cost model open: 0.95, 10 s and the workload's step are
+the project's choices (parameters), and cost is task slots held (executor cores), then tasks.
+
+The table (`CapacityTable`): one row per configuration judged healthy, with the highest rate it was healthy at,
+cheapest first, and the topology it was measured on; `table_from_decisions` derives it from the benchmark run's
+decision log, so it is reproducible from the run's record alone.
+
+Phase C, `multilevel`. At run time it reads a table (RunContext.capacity_table; the job resolves the `table`
+parameter: an MLflow run id, `latest`, or a JSON file), estimates the rate it must sustain — the last batch's
+arrival rate plus the backlog drained within `catch_up_s`, led by the rate's trend over `window_batches` for the
+provisioning delay of the row it would move to — and takes the cheapest row whose rate covers it with `headroom`.
+Scale-out at once; scale-in (on which the paper is silent: the project's choice) only to a row whose rate covers the
+need with `scale_in_band` to spare, after that has held for `stabilisation_s`, and then to the most demanding row
+wanted meanwhile.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from controllers.base import ConfigError, Controller, Param, Rule, register
+from controllers.guards import vector_text
+from controllers.types import Decision, RunContext, Snapshot
+from params.declare import SearchRange
+
+HEALTH = "multilevel.health"
+RATE = "multilevel.rate_eps"
+HEALTHY = "multilevel.healthy"
+LEVEL = "multilevel.level"
+DELAY = "multilevel.delay_s"
+
+
+class TableError(ValueError):
+    """A capacity table that cannot be used; the message says which field and why."""
+
+
+@dataclass(frozen=True)
+class TableRow:
+    rate_eps: float  # the highest offered rate (events/s) this configuration was healthy at
+    degrees: Mapping[str, int]
+    executors: int
+    level: str = "start"  # the level whose addition made this configuration: start, partitions, executors
+    delay_s: float = 0.0  # that level's measured provisioning delay (partitions: in force at the next batch)
+
+    @property
+    def slots(self) -> int:
+        return self.executors  # 1-core executors (controllers.slots.EXECUTOR_CORES)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rate_eps": round(self.rate_eps, 1), "degrees": dict(self.degrees), "executors": self.executors,
+                "level": self.level, "delay_s": round(self.delay_s, 3)}
+
+
+@dataclass(frozen=True)
+class CapacityTable:
+    """Rows cheapest first; `operators` and `query` say what it was measured on."""
+    rows: tuple[TableRow, ...]
+    operators: tuple[str, ...]
+    query: str
+    thresholds: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"operators": list(self.operators), "query": self.query, "thresholds": dict(self.thresholds),
+                "rows": [r.to_dict() for r in self.rows]}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "capacity table") -> "CapacityTable":
+        if not isinstance(data, Mapping):
+            raise TableError(f"{where}: expected a mapping with operators, query and rows")
+        for key in ("operators", "query", "rows"):
+            if key not in data:
+                raise TableError(f"{where}: field {key!r} is missing")
+        operators = tuple(data["operators"])
+        rows = []
+        for i, raw in enumerate(data["rows"]):
+            at = f"{where}: rows[{i}]"
+            try:
+                degrees = {str(k): int(v) for k, v in dict(raw["degrees"]).items()}
+                row = TableRow(float(raw["rate_eps"]), degrees, int(raw["executors"]), str(raw.get("level", "")),
+                               float(raw.get("delay_s", 0.0)))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise TableError(f"{at}: needs rate_eps, degrees and executors ({exc})") from None
+            if set(degrees) != set(operators):
+                raise TableError(f"{at}: field 'degrees' names {sorted(degrees)}, the table's operators are "
+                                 f"{list(operators)}")
+            if row.executors < 1 or min(degrees.values()) < 1 or row.rate_eps < 0:
+                raise TableError(f"{at}: executors and degrees must be >= 1 and rate_eps >= 0")
+            rows.append(row)
+        if not rows:
+            raise TableError(f"{where}: field 'rows' is empty: the benchmark judged no configuration healthy "
+                             "(a first rate level too high for one executor at degree 1?)")
+        return cls(tuple(rows), operators, str(data["query"]), dict(data.get("thresholds", {})))
+
+    def check_for(self, operators: Sequence[str], query: str, where: str) -> None:
+        """Refuse a table measured on another topology or query: its rates say nothing about this one."""
+        if tuple(operators) != self.operators:
+            raise TableError(f"{where}: measured on operators {list(self.operators)}, this run has {list(operators)}")
+        if query != self.query:
+            raise TableError(f"{where}: measured on query {self.query!r}, this run computes {query!r}")
+
+
+def table_from_decisions(records: Iterable[Mapping[str, Any]], operators: Sequence[str], query: str,
+                         thresholds: Mapping[str, Any] | None = None) -> CapacityTable:
+    """The capacity table of a `multilevel-benchmark` run from its decision log (decisions.jsonl as dicts): each
+    configuration judged healthy at a period's end, with the highest rate it was healthy at, in the order the
+    benchmark reached them (cheapest first: it only ever adds capacity); a configuration's level and delay are those
+    of the addition that made it."""
+    healthy: dict[tuple, float] = {}
+    made_by: dict[tuple, tuple[str, float]] = {}
+    order: list[tuple] = []
+    last_added: tuple | None = None
+    for record in records:
+        details = record.get("details", {})
+        config = (tuple(sorted(record["after"].items())), record.get("executors") or 1)
+        if LEVEL in details:  # an addition: the configuration after it is the level's
+            made_by.setdefault(config, (str(details[LEVEL]), float(details.get(DELAY) or 0.0)))
+            last_added = config
+        elif DELAY in details and last_added is not None:  # the executors an addition asked for registered
+            made_by[last_added] = (made_by[last_added][0], float(details[DELAY]))
+        if details.get(HEALTHY) == 1:  # a period judged healthy changes nothing: after is what ran
+            if config not in healthy:
+                order.append(config)
+            healthy[config] = max(healthy.get(config, 0.0), float(details[RATE]))
+    rows = []
+    for key in order:
+        degrees, executors = dict(key[0]), int(key[1])
+        level, delay = made_by.get(key, ("start", 0.0))
+        rows.append({"rate_eps": healthy[key], "degrees": degrees, "executors": executors, "level": level,
+                     "delay_s": delay})
+    return CapacityTable.from_dict({"operators": list(operators), "query": query, "rows": rows,
+                                    "thresholds": dict(thresholds or {})}, "the benchmark's capacity table")
+
+
+def period_health(batches: Sequence[Snapshot]) -> tuple[float, float, float]:
+    """(health, offered rate events/s, worst batch p95 latency s) over a period's batches: health is the seed's
+    processed / received, events read over events arrived (at most 1: a period that reads an earlier backlog is
+    healthy, not more than healthy)."""
+    received = sum(s.arrivals for s in batches)
+    processed = sum(s.records_read for s in batches)
+    interval = sum(s.interval_s for s in batches)
+    health = min(1.0, processed / received) if received else 1.0
+    rate = received / interval if interval > 0 else 0.0
+    worst = max((s.latency_p95_s for s in batches if s.latency_p95_s is not None), default=0.0)
+    return health, rate, worst
+
+
+@register
+class MultilevelBenchmark(Controller):
+    name = "multilevel-benchmark"
+    summary = ("phase B of the multi-level seed: on a rising staircase, add the cheapest level that still helps "
+               "whenever health falls; its decisions make the capacity table")
+    PARAMS = {
+        "period_s": Param(float, 10.0, "T: seconds over which health is judged (project's choice)", 0.001,
+                          open_minimum=True),
+        "health_threshold": Param(float, 0.95, "processed / received below which capacity is added (project's "
+                                               "choice)", 0.0, 1.0, open_minimum=True),
+        "latency_check": Param(bool, True, "a period is healthy only if its worst batch p95 latency is within the "
+                                           "SLO (the project's addition for micro-batches)"),
+        "max_executors": Param(int, 4, "executors: never more (the host level adds workers when cores run out)", 1),
+    }
+
+    def __init__(self, params, operators, max_degree):
+        super().__init__(params, operators, max_degree)
+        self._degrees = {op: 1 for op in self.operators}
+        self._executors = 1
+        self._period: list[Snapshot] = []
+        self._pending: tuple[float, int] | None = None  # (requested at, slots awaited)
+        self._last_delay: float | None = None
+        self.saturated = False
+
+    def initial_degrees(self) -> dict[str, int]:
+        return dict(self._degrees)
+
+    def initial_executors(self) -> int | None:
+        return 1
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        p = self.params
+        t = snapshot.time_s
+        if self._pending is not None:
+            since, awaited = self._pending
+            if (snapshot.slots or 0) < awaited:
+                return Decision(dict(self._degrees), f"waiting for executor {awaited} ({t - since:.1f} s)",
+                                executors=self._executors)
+            self._pending, self._last_delay = None, t - since
+            self._period = []  # the new configuration's first period starts with all its slots there
+            return Decision(dict(self._degrees), f"executor {awaited} registered after {self._last_delay:.1f} s",
+                            executors=self._executors, details={DELAY: self._last_delay})
+        self._period.append(snapshot)
+        if t - self._period[0].time_s + self._period[0].interval_s < p["period_s"]:
+            return Decision(dict(self._degrees), "judging the period", executors=self._executors)
+        health, rate, worst = period_health(self._period)
+        slo = self.context.slo_latency_s if self.context is not None else math.inf
+        late = p["latency_check"] and worst > slo
+        healthy = health >= p["health_threshold"] and not late
+        details: dict[str, Any] = {HEALTH: health, RATE: rate, HEALTHY: int(healthy), "multilevel.p95_worst_s": worst}
+        said = f"period health {health:.3f} at {rate:.0f} ev/s, worst p95 {worst:.2f} s"
+        spans = {op: sum(s.operator(op).span_s for s in self._period) for op in self.operators}
+        self._period = []
+        if healthy:
+            return Decision(dict(self._degrees), f"{said}: healthy", executors=self._executors, details=details)
+        why = f"health {health:.3f} < {p['health_threshold']:g}" if not late else f"p95 {worst:.2f} s > SLO {slo:g} s"
+        slots = snapshot.slots or self._executors
+        growable = [op for op in self.operators if self._degrees[op] < min(slots, self.max_degree)]
+        if growable:
+            op = max(growable, key=lambda o: spans[o])
+            self._degrees[op] += 1
+            details.update({LEVEL: "partitions", DELAY: 0.0})
+            return Decision(dict(self._degrees), f"{said}: {why}; partitions: {op} -> {self._degrees[op]} (within "
+                            f"{slots} slot(s))", executors=self._executors, details=details)
+        if self._executors < p["max_executors"]:
+            self._executors += 1
+            self._pending = (t, self._executors)
+            details.update({LEVEL: "executors"})
+            return Decision(dict(self._degrees), f"{said}: {why}; every operator at the slots: executors -> "
+                            f"{self._executors}", executors=self._executors, details=details)
+        self.saturated = True
+        return Decision(dict(self._degrees), f"{said}: {why}; no level left (max_executors "
+                        f"{p['max_executors']})", executors=self._executors, details=details)
+
+
+@register
+class MultilevelController(Controller):
+    name = "multilevel"
+    summary = "phase C of the multi-level seed: move between the rows of a benchmark's capacity table"
+    PARAMS = {
+        "table": Param(str, "latest", "the capacity table: an MLflow run id of benchmarks.multilevel_table, "
+                                      "'latest' (the newest for this query), or a JSON file"),
+        "headroom": Param(float, 1.1, "a row is taken when its rate >= the needed rate x headroom", 1.0,
+                          search=SearchRange(1.0, 1.5)),
+        "scale_in_band": Param(float, 0.8, "scale in only to a row whose rate x this >= the needed rate x headroom",
+                               0.0, 1.0, open_minimum=True, search=SearchRange(0.5, 0.95)),
+        "stabilisation_s": Param(float, 30.0, "a cheaper row must have been wanted this long", 0.0,
+                                 search=SearchRange(0.0, 120.0)),
+        "catch_up_s": Param(float, 10.0, "drain the backlog within this many seconds", 0.001, open_minimum=True,
+                            search=SearchRange(2.0, 60.0)),
+        "window_batches": Param(int, 3, "batches over which the rate's trend is read", 2, search=SearchRange(2, 10)),
+    }
+
+    def __init__(self, params, operators, max_degree):
+        super().__init__(params, operators, max_degree)
+        self.table: CapacityTable | None = None
+        self._row = 0
+        self._window: deque[Snapshot] = deque(maxlen=self.params["window_batches"])
+        self._wanted: deque[tuple[float, int]] = deque()
+        self._lower_since: float | None = None
+
+    def bind(self, context: RunContext) -> None:
+        super().bind(context)
+        if context.capacity_table is None:
+            raise ConfigError(f"controller {self.name!r}: no capacity table was resolved for parameter 'table' "
+                              f"({self.params['table']!r})")
+        table = context.capacity_table
+        if tuple(table.operators) != self.operators:
+            raise ConfigError(f"controller {self.name!r}: parameter 'table': measured on operators "
+                              f"{list(table.operators)}, this run has {list(self.operators)}")
+        too_high = [r for r in table.rows if max(r.degrees.values()) > self.max_degree]
+        if too_high:
+            raise ConfigError(f"controller {self.name!r}: parameter 'table': a row has degree "
+                              f"{max(too_high[0].degrees.values())} > max_degree {self.max_degree}")
+        self.table = table
+
+    def _rows(self) -> tuple[TableRow, ...]:
+        if self.table is None:
+            raise ConfigError(f"controller {self.name!r} used before a run bound its capacity table")
+        return self.table.rows
+
+    def initial_degrees(self) -> dict[str, int]:
+        # before bind (validation) no table is known: degree 1, the table's first row in every benchmark
+        return dict(self.table.rows[0].degrees) if self.table else {op: 1 for op in self.operators}
+
+    def initial_executors(self) -> int | None:
+        return self.table.rows[0].executors if self.table else 1
+
+    def need(self, snapshot: Snapshot, lead_s: float) -> tuple[float, float]:
+        """(events/s to sustain, the trend in events/s per second): the last batch's arrival rate, the backlog
+        drained within catch_up_s, and the rising trend over the window carried `lead_s` ahead."""
+        window = list(self._window)
+        rates = [s.arrivals / s.interval_s for s in window if s.interval_s > 0]
+        rate = rates[-1] if rates else 0.0
+        slope = 0.0
+        if len(rates) >= 2 and window[-1].time_s > window[0].time_s:
+            slope = (rates[-1] - rates[0]) / (window[-1].time_s - window[0].time_s)
+        return rate + snapshot.backlog / self.params["catch_up_s"] + max(0.0, slope) * lead_s, slope
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        p = self.params
+        rows = self._rows()
+        self._window.append(snapshot)
+        t = snapshot.time_s
+        current = self._row
+        # the row the need calls for, the need led by the provisioning delay of the row above
+        lead = rows[min(current + 1, len(rows) - 1)].delay_s
+        need, slope = self.need(snapshot, lead)
+        wanted = next((i for i, r in enumerate(rows) if r.rate_eps >= need * p["headroom"]), len(rows) - 1)
+        comfortable = next((i for i, r in enumerate(rows)
+                            if r.rate_eps * p["scale_in_band"] >= need * p["headroom"]), len(rows) - 1)
+        self._wanted.append((t, comfortable))
+        while self._wanted and self._wanted[0][0] < t - p["stabilisation_s"]:
+            self._wanted.popleft()
+        said = f"need {need:.0f} ev/s (trend {slope:+.0f}/s, lead {lead:.1f} s)"
+        details = {"multilevel.need_eps": need, "multilevel.row": current, "predicted.arrival_eps": need}
+        if wanted > current:
+            self._row, self._lower_since = wanted, None
+            reason = f"{said}: row {current} -> {wanted} ({rows[wanted].rate_eps:.0f} ev/s, {rows[wanted].level})"
+        elif comfortable < current:
+            if self._lower_since is None:
+                self._lower_since = t
+            waited = t - self._lower_since
+            if waited >= p["stabilisation_s"]:
+                target = max([i for s, i in self._wanted if s >= self._lower_since] + [comfortable])
+                if target < current:
+                    self._row, self._lower_since = target, None
+                reason = f"{said}: row {current} -> {self._row} after {waited:.0f} s"
+            else:
+                reason = f"{said}: row {current} kept; row {comfortable} wanted for {waited:.0f}/" \
+                         f"{p['stabilisation_s']:g} s"
+        else:
+            self._lower_since = None
+            reason = f"{said}: row {current} ({rows[current].rate_eps:.0f} ev/s) fits"
+        row = rows[self._row]
+        degrees = dict(row.degrees)
+        if snapshot.slots:  # executors still registering: no more tasks than the slots there are
+            degrees = {op: min(d, max(snapshot.slots, 1)) for op, d in degrees.items()}
+        details["predicted.vector"] = vector_text(row.degrees)
+        return Decision(degrees, reason, executors=row.executors, details=details)

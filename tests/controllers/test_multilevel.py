@@ -1,0 +1,127 @@
+"""The multi-level seed's phase B (the automatic benchmark as a controller, and the capacity table derived from its
+decision log) and phase C (the `multilevel` controller moving between the table's rows): table lookup, scale-in
+hysteresis, the cheapest-level order and the table's checks, on hand-made snapshots (microseconds)."""
+from dataclasses import replace
+
+import pytest
+
+from controllers import ConfigError, ControlLoop, RunContext, build_controller
+from controllers.multilevel import CapacityTable, TableError, table_from_decisions
+from tests.controllers.test_guards import OPS, snap
+
+ROWS = [  # what a benchmark on two 1-core workers could find
+    {"rate_eps": 2000, "degrees": {op: 1 for op in OPS}, "executors": 1, "level": "start"},
+    {"rate_eps": 3000, "degrees": {"parse": 1, "enrich": 2, "aggregate": 1, "sink": 1}, "executors": 2,
+     "level": "executors", "delay_s": 6.0},
+    {"rate_eps": 6000, "degrees": {op: 2 for op in OPS}, "executors": 2, "level": "partitions"},
+]
+TABLE = CapacityTable.from_dict({"operators": list(OPS), "query": "topology:default", "rows": ROWS})
+
+
+def multilevel(table=TABLE, **params):
+    c = build_controller("multilevel", params, OPS, 8)
+    c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, capacity_table=table))
+    return ControlLoop(c)
+
+
+def at(i, rate, backlog=0, slots=2):
+    return replace(snap(time_s=2.0 * i, batch_id=i, rate=rate, backlog=backlog), slots=slots)
+
+
+def test_the_cheapest_row_that_covers_the_need_with_headroom_is_taken_at_once():
+    loop = multilevel(headroom=1.1)
+    assert loop.executors == 1 and set(loop.degrees.values()) == {1}
+    loop.step(at(1, 1500))  # 1,650 with headroom: row 0
+    assert loop.executors == 1
+    degrees = loop.step(at(2, 2500))  # trend +500/s over 2 s, led 6 s (row 1's delay): row 2
+    assert loop.executors == 2 and degrees == dict(ROWS[2]["degrees"])
+    assert "row 0 -> 2" in loop.log[-1].reason
+
+
+def test_a_backlog_is_part_of_the_need():
+    loop = multilevel(catch_up_s=10.0, headroom=1.0)
+    loop.step(at(1, 1500, backlog=6000))  # 1,500 + 600 ev/s: row 1
+    assert loop.executors == 2 and loop.degrees["enrich"] == 2
+
+
+def test_scale_in_waits_for_the_stabilisation_and_only_to_a_row_with_room_to_spare():
+    loop = multilevel(stabilisation_s=10.0, scale_in_band=0.8, headroom=1.0)
+    loop.step(at(1, 5000))
+    assert loop.executors == 2 and loop.degrees["parse"] == 2
+    for i in range(2, 7):  # 2,500 ev/s: row 1 covers it, but only row 2 covers it with 20 % to spare
+        loop.step(at(i, 2500))
+    assert loop.degrees["parse"] == 2 and "fits" in loop.log[-1].reason
+    loop.step(at(7, 1000))  # t = 14: row 0 would do (1,000 <= 0.8 x 2,000)
+    assert loop.degrees["parse"] == 2 and "wanted for 0/10 s" in loop.log[-1].reason
+    loop.step(at(8, 2100))  # t = 16: 2,100 <= 0.8 x 3,000: row 1 wanted
+    loop.step(at(12, 1000))  # t = 24: 10 s after t = 14 -> the most demanding row wanted meanwhile, row 1
+    assert loop.executors == 2 and loop.degrees == dict(ROWS[1]["degrees"])
+
+
+def test_degrees_wait_for_the_executors_to_register():
+    loop = multilevel(headroom=1.0)
+    degrees = loop.step(at(1, 5000, slots=1))
+    assert loop.executors == 2 and set(degrees.values()) == {1}
+
+
+def _benchmark_run(periods):
+    """Drive multilevel-benchmark through `periods` of (rate, health, p95), each held until the controller has
+    judged a period at it, on a cluster whose executors register one batch after they are asked for."""
+    c = build_controller("multilevel-benchmark", {"period_s": 4.0, "max_executors": 2}, OPS, 8)
+    c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0))
+    loop = ControlLoop(c)
+    i, slots = 0, 1
+    for rate, health, p95 in periods:
+        while True:
+            i += 1
+            s = replace(snap(time_s=2.0 * i, batch_id=i, rate=rate, records=int(rate * 2 * health),
+                             spans={"parse": 0.1, "enrich": 0.9, "aggregate": 0.2, "sink": 0.1}),
+                        slots=slots, latency_p95_s=p95)
+            loop.step(s)
+            slots = loop.executors  # registered by the next batch
+            if "multilevel.health" in loop.log[-1].details:
+                break
+    return loop
+
+
+def test_the_benchmark_adds_partitions_within_the_slots_before_executors_and_its_log_makes_the_table():
+    loop = _benchmark_run([(1000, 1.0, 2.0), (2000, 0.9, 2.0), (2000, 1.0, 2.0), (3000, 0.8, 2.0), (3000, 1.0, 2.0),
+                           (4000, 1.0, 6.0), (4000, 1.0, 2.0)])
+    levels = [r.details.get("multilevel.level") for r in loop.log if "multilevel.level" in r.details]
+    # one slot: no partition can help, so an executor; then two slots: the bottleneck (enrich) gets a second task
+    assert levels == ["executors", "partitions", "partitions"]
+    records = [r.to_dict() for r in loop.log]
+    table = table_from_decisions(records, OPS, "topology:default", {"health_threshold": 0.95})
+    assert [(r.rate_eps, r.executors, r.degrees["enrich"], r.level) for r in table.rows] == [
+        (1000, 1, 1, "start"), (2000, 2, 1, "executors"), (3000, 2, 2, "partitions"), (4000, 2, 2, "partitions")]
+    assert table.rows[1].delay_s > 0  # measured: request -> the slot registered
+    # a late p95 is unhealthy though every event was read
+    late = [r for r in loop.log if r.details.get("multilevel.p95_worst_s") == 6.0]
+    assert late and late[0].details["multilevel.healthy"] == 0
+
+
+def test_tables_from_another_topology_or_query_or_empty_are_refused_naming_the_field():
+    with pytest.raises(TableError, match="field 'rows' is empty"):
+        CapacityTable.from_dict({"operators": list(OPS), "query": "q", "rows": []})
+    with pytest.raises(TableError, match="field 'query' is missing"):
+        CapacityTable.from_dict({"operators": list(OPS), "rows": ROWS})
+    with pytest.raises(TableError, match=r"rows\[0\]: field 'degrees'"):
+        CapacityTable.from_dict({"operators": ["a", "b"], "query": "q", "rows": ROWS})
+    with pytest.raises(TableError, match="measured on query 'topology:default', this run computes 'nexmark:q5'"):
+        TABLE.check_for(OPS, "nexmark:q5", "table run x")
+    with pytest.raises(TableError, match="measured on operators"):
+        TABLE.check_for(("a",), "topology:default", "table run x")
+    with pytest.raises(ConfigError, match="no capacity table"):
+        multilevel(table=None)
+    with pytest.raises(ConfigError, match="degree 2 > max_degree 1"):
+        c = build_controller("multilevel", {}, OPS, 1)
+        c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, capacity_table=TABLE))
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"headroom": 0.9}, "headroom"), ({"scale_in_band": 1.5}, "scale_in_band"), ({"stabilisation_s": -1},
+                                                                                  "stabilisation_s"),
+])
+def test_bad_settings_are_refused_naming_the_parameter(params, message):
+    with pytest.raises(ConfigError, match=message):
+        build_controller("multilevel", params, OPS, 8)
