@@ -15,8 +15,8 @@ Here, on Spark (the workload is the `staircase` profile; `benchmarks.multilevel_
   more 1-core executor (process level), which the job's host actuator turns into (3) a new worker when no host has
   a free core (`--host-scaling`). Each level's provisioning delay is measured: the time from the request to the
   slots registered;
-- after an addition the next period starts once the new capacity is there, so every period judges one
-  configuration.
+- after an addition the next period starts once the new capacity is there and has settled (`settle_s`; no period
+  before `warmup_s`, the run's start-up), so every period judges one configuration in its steady state.
 The paper leaves the threshold, T, the rate step and the cost model open: 0.95, 10 s and the workload's step are
 the project's choices (parameters), and cost is task slots held (executor cores), then tasks.
 
@@ -30,7 +30,8 @@ arrival rate plus the backlog drained within `catch_up_s`, led by the rate's tre
 provisioning delay of the row it would move to — and takes the cheapest row whose rate covers it with `headroom`.
 Scale-out at once; scale-in (on which the paper is silent: the project's choice) only to a row whose rate covers the
 need with `scale_in_band` to spare, after that has held for `stabilisation_s`, and then to the most demanding row
-wanted meanwhile.
+wanted meanwhile. Nothing moves before `warmup_s`: the run's first batches are slow while executors warm up, and
+their backlog is no load to size for.
 """
 from __future__ import annotations
 
@@ -79,6 +80,7 @@ class CapacityTable:
     operators: tuple[str, ...]
     query: str
     thresholds: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""  # where the run found it ("table run ID", "table file PATH"), for the run's record
 
     def to_dict(self) -> dict[str, Any]:
         return {"operators": list(self.operators), "query": self.query, "thresholds": dict(self.thresholds),
@@ -110,7 +112,7 @@ class CapacityTable:
         if not rows:
             raise TableError(f"{where}: field 'rows' is empty: the benchmark judged no configuration healthy "
                              "(a first rate level too high for one executor at degree 1?)")
-        return cls(tuple(rows), operators, str(data["query"]), dict(data.get("thresholds", {})))
+        return cls(tuple(rows), operators, str(data["query"]), dict(data.get("thresholds", {})), where)
 
     def check_for(self, operators: Sequence[str], query: str, where: str) -> None:
         """Refuse a table measured on another topology or query: its rates say nothing about this one."""
@@ -132,7 +134,7 @@ def table_from_decisions(records: Iterable[Mapping[str, Any]], operators: Sequen
     last_added: tuple | None = None
     for record in records:
         details = record.get("details", {})
-        config = (tuple(sorted(record["after"].items())), record.get("executors") or 1)
+        config = (tuple(record["after"].items()), record.get("executors") or 1)  # the operators' order
         if LEVEL in details:  # an addition: the configuration after it is the level's
             made_by.setdefault(config, (str(details[LEVEL]), float(details.get(DELAY) or 0.0)))
             last_added = config
@@ -178,6 +180,11 @@ class MultilevelBenchmark(Controller):
         "latency_check": Param(bool, True, "a period is healthy only if its worst batch p95 latency is within the "
                                            "SLO (the project's addition for micro-batches)"),
         "max_executors": Param(int, 4, "executors: never more (the host level adds workers when cores run out)", 1),
+        "warmup_s": Param(float, 20.0, "no period is judged before this (the run's start-up transient: JVM and "
+                                       "Python workers warming; project's choice)", 0.0),
+        "settle_s": Param(float, 10.0, "after an addition is in force, wait this long before the next judged period "
+                                       "(a new executor's first tasks start its Python workers; project's choice)",
+                          0.0),
     }
 
     def __init__(self, params, operators, max_degree):
@@ -187,6 +194,7 @@ class MultilevelBenchmark(Controller):
         self._period: list[Snapshot] = []
         self._pending: tuple[float, int] | None = None  # (requested at, slots awaited)
         self._last_delay: float | None = None
+        self._settle_until = self.params["warmup_s"]
         self.saturated = False
 
     def initial_degrees(self) -> dict[str, int]:
@@ -204,9 +212,13 @@ class MultilevelBenchmark(Controller):
                 return Decision(dict(self._degrees), f"waiting for executor {awaited} ({t - since:.1f} s)",
                                 executors=self._executors)
             self._pending, self._last_delay = None, t - since
-            self._period = []  # the new configuration's first period starts with all its slots there
+            self._period = []  # the new configuration's first period starts with all its slots there, settled
+            self._settle_until = t + p["settle_s"]
             return Decision(dict(self._degrees), f"executor {awaited} registered after {self._last_delay:.1f} s",
                             executors=self._executors, details={DELAY: self._last_delay})
+        if t - snapshot.interval_s < self._settle_until:  # this batch began in a warm-up or settling time
+            return Decision(dict(self._degrees), f"settling until t={self._settle_until:.0f} s",
+                            executors=self._executors)
         self._period.append(snapshot)
         if t - self._period[0].time_s + self._period[0].interval_s < p["period_s"]:
             return Decision(dict(self._degrees), "judging the period", executors=self._executors)
@@ -226,6 +238,7 @@ class MultilevelBenchmark(Controller):
         if growable:
             op = max(growable, key=lambda o: spans[o])
             self._degrees[op] += 1
+            self._settle_until = t + p["settle_s"]
             details.update({LEVEL: "partitions", DELAY: 0.0})
             return Decision(dict(self._degrees), f"{said}: {why}; partitions: {op} -> {self._degrees[op]} (within "
                             f"{slots} slot(s))", executors=self._executors, details=details)
@@ -256,6 +269,8 @@ class MultilevelController(Controller):
         "catch_up_s": Param(float, 10.0, "drain the backlog within this many seconds", 0.001, open_minimum=True,
                             search=SearchRange(2.0, 60.0)),
         "window_batches": Param(int, 3, "batches over which the rate's trend is read", 2, search=SearchRange(2, 10)),
+        "warmup_s": Param(float, 10.0, "stay on the first row before this (the run's start-up transient; project's "
+                                       "choice)", 0.0, search=SearchRange(0.0, 30.0)),
     }
 
     def __init__(self, params, operators, max_degree):
@@ -280,6 +295,14 @@ class MultilevelController(Controller):
             raise ConfigError(f"controller {self.name!r}: parameter 'table': a row has degree "
                               f"{max(too_high[0].degrees.values())} > max_degree {self.max_degree}")
         self.table = table
+
+    def run_params(self) -> dict[str, Any]:
+        if self.table is None:
+            return {}
+        return {"multilevel.table_source": self.table.source, "multilevel.table_rows": len(self.table.rows)}
+
+    def run_artifacts(self) -> dict[str, Any]:
+        return {"multilevel_table.json": self.table.to_dict()} if self.table is not None else {}
 
     def _rows(self) -> tuple[TableRow, ...]:
         if self.table is None:
@@ -321,6 +344,9 @@ class MultilevelController(Controller):
             self._wanted.popleft()
         said = f"need {need:.0f} ev/s (trend {slope:+.0f}/s, lead {lead:.1f} s)"
         details = {"multilevel.need_eps": need, "multilevel.row": current, "predicted.arrival_eps": need}
+        if t < p["warmup_s"]:
+            wanted = comfortable = current
+            said += f", warming up until t={p['warmup_s']:g} s"
         if wanted > current:
             self._row, self._lower_since = wanted, None
             reason = f"{said}: row {current} -> {wanted} ({rows[wanted].rate_eps:.0f} ev/s, {rows[wanted].level})"

@@ -62,8 +62,9 @@ def _staircase(p, ctx) -> RateFunction:
     """Constant levels rising by `step` every `step_s`, from `start` to at most `end`: the injector of the
     multi-level seed's automatic benchmark (TPDS 2019, step 2), which raises the rate step by step and holds each
     level long enough to judge the configuration's health."""
-    start, end, step, step_s = p["start"], p["end"], p["step"], p["step_s"]
-    return lambda t: np.minimum(start + step * np.floor(np.asarray(t, dtype=float) / step_s), end)
+    start, end, step, step_s, hold = p["start"], p["end"], p["step"], p["step_s"], p["hold_s"]
+    return lambda t: np.minimum(start + step * np.floor(np.maximum(np.asarray(t, dtype=float) - hold, 0.0) / step_s),
+                                end)
 
 
 def _ramp(p, ctx) -> RateFunction:
@@ -263,7 +264,8 @@ PROFILES: dict[str, Profile] = {
         {"start": P("events per second of the first level"),
          "end": P("events per second of the last level (the levels stop rising there)"),
          "step": P("events per second added at each level", positive=True),
-         "step_s": P("seconds each level lasts", positive=True)},
+         "step_s": P("seconds each level lasts", positive=True),
+         "hold_s": P("seconds the first level lasts beyond step_s (a run's start-up, not judged)", 0.0)},
         _staircase, "Levels rising step by step: the multi-level seed's automatic benchmark injector (TPDS 2019).",
         (_not_above("start", "end"),)),
     "ramp": Profile(

@@ -12,7 +12,7 @@ CLUSTER = RunContext(trigger_s=2.0, slo_latency_s=5.0, slots=0)
 
 
 def autoscaler(**params):
-    c = build_controller("executor-autoscaler", params, OPS, 8)
+    c = build_controller("executor-autoscaler", {"warmup_s": 0, **params}, OPS, 8)
     c.bind(CLUSTER)
     return ControlLoop(c)
 
@@ -84,3 +84,11 @@ def test_it_needs_a_cluster_and_manages_executors_from_the_first_batch():
 def test_bad_settings_are_refused_naming_the_parameter(params, message):
     with pytest.raises(ConfigError, match=message):
         build_controller("executor-autoscaler", params, OPS, 8)
+
+
+def test_nothing_is_sized_from_the_start_up_transient():
+    loop = autoscaler(warmup_s=10.0, window_batches=1, max_executors=8)
+    loop.step(batch(1, slots=1, batch_s=2.0, rate=3000, busy_s=5.1, backlog=0))  # t = 2: slow first batches
+    assert loop.executors == 1 and "warming up until t=10 s" in loop.log[-1].reason
+    loop.step(batch(5, slots=1, batch_s=2.0, rate=3000, busy_s=5.1, backlog=0))  # t = 10
+    assert loop.executors == 5

@@ -29,7 +29,7 @@ def at(i, rate, backlog=0, slots=2):
 
 
 def test_the_cheapest_row_that_covers_the_need_with_headroom_is_taken_at_once():
-    loop = multilevel(headroom=1.1)
+    loop = multilevel(headroom=1.1, warmup_s=0)
     assert loop.executors == 1 and set(loop.degrees.values()) == {1}
     loop.step(at(1, 1500))  # 1,650 with headroom: row 0
     assert loop.executors == 1
@@ -39,13 +39,13 @@ def test_the_cheapest_row_that_covers_the_need_with_headroom_is_taken_at_once():
 
 
 def test_a_backlog_is_part_of_the_need():
-    loop = multilevel(catch_up_s=10.0, headroom=1.0)
+    loop = multilevel(catch_up_s=10.0, headroom=1.0, warmup_s=0)
     loop.step(at(1, 1500, backlog=6000))  # 1,500 + 600 ev/s: row 1
     assert loop.executors == 2 and loop.degrees["enrich"] == 2
 
 
 def test_scale_in_waits_for_the_stabilisation_and_only_to_a_row_with_room_to_spare():
-    loop = multilevel(stabilisation_s=10.0, scale_in_band=0.8, headroom=1.0)
+    loop = multilevel(stabilisation_s=10.0, scale_in_band=0.8, headroom=1.0, warmup_s=0)
     loop.step(at(1, 5000))
     assert loop.executors == 2 and loop.degrees["parse"] == 2
     for i in range(2, 7):  # 2,500 ev/s: row 1 covers it, but only row 2 covers it with 20 % to spare
@@ -59,7 +59,7 @@ def test_scale_in_waits_for_the_stabilisation_and_only_to_a_row_with_room_to_spa
 
 
 def test_degrees_wait_for_the_executors_to_register():
-    loop = multilevel(headroom=1.0)
+    loop = multilevel(headroom=1.0, warmup_s=0)
     degrees = loop.step(at(1, 5000, slots=1))
     assert loop.executors == 2 and set(degrees.values()) == {1}
 
@@ -67,7 +67,8 @@ def test_degrees_wait_for_the_executors_to_register():
 def _benchmark_run(periods):
     """Drive multilevel-benchmark through `periods` of (rate, health, p95), each held until the controller has
     judged a period at it, on a cluster whose executors register one batch after they are asked for."""
-    c = build_controller("multilevel-benchmark", {"period_s": 4.0, "max_executors": 2}, OPS, 8)
+    c = build_controller("multilevel-benchmark", {"period_s": 4.0, "max_executors": 2, "warmup_s": 0, "settle_s": 0},
+                         OPS, 8)
     c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0))
     loop = ControlLoop(c)
     i, slots = 0, 1
@@ -125,3 +126,25 @@ def test_tables_from_another_topology_or_query_or_empty_are_refused_naming_the_f
 def test_bad_settings_are_refused_naming_the_parameter(params, message):
     with pytest.raises(ConfigError, match=message):
         build_controller("multilevel", params, OPS, 8)
+
+
+def test_no_period_is_judged_in_the_warm_up_or_while_an_addition_settles():
+    c = build_controller("multilevel-benchmark", {"period_s": 4.0, "warmup_s": 8.0, "settle_s": 4.0}, OPS, 8)
+    c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0))
+    loop = ControlLoop(c)
+    judged = []
+    for i in range(1, 12):  # a start-up transient: unhealthy throughout
+        s = replace(snap(time_s=2.0 * i, batch_id=i, rate=1000, records=1000), slots=2, latency_p95_s=2.0)
+        loop.step(s)
+        if "multilevel.health" in loop.log[-1].details:
+            judged.append(i)
+    # batches 1-4 start before t = 8; the first period is batches 5-6, the addition after it settles over 7-8
+    assert judged == [6, 10]
+
+
+def test_the_first_row_holds_through_the_warm_up():
+    loop = multilevel(headroom=1.0, warmup_s=10.0)
+    loop.step(at(1, 5000, backlog=4000))
+    assert loop.executors == 1 and "warming up" in loop.log[-1].reason
+    loop.step(at(5, 5000))
+    assert loop.executors == 2

@@ -44,7 +44,7 @@ print(json.dumps(out))
     assert out["errors"] == {} and out["warnings"] == []
     assert out["heavy"] == [], "DAG files must not import the project's heavy modules at parse time"
     assert set(out["dags"]) == {"elastic_experiment", "elastic_nightly_regression", "elastic_predictor_training",
-                                "elastic_tuning"}
+                                "elastic_tuning", "elastic_multilevel_benchmark"}
     for dag in out["dags"].values():
         assert dag["owner"] == "elastic-streaming" and "elastic-streaming" in dag["tags"] and dag["doc"]
         assert "elastic_streaming_runs" in dag["pools"], "streaming runs share one pool"
@@ -67,6 +67,10 @@ print(json.dumps(out))
     from analysis.predictors.dataset import load_spec
     assert load_spec().horizon.step_s == RUN_SETTINGS["trigger_s"].default
     assert set(training["params"]) == {"dataset", "seed", "coverage", "min_improvement", "candidates"}
+    multilevel = out["dags"]["elastic_multilevel_benchmark"]
+    assert multilevel["schedule"] == "None" and multilevel["max_active_runs"] == 1
+    assert {"spark_conn_id", "cluster_state", "health_threshold", "period_s", "max_executors"} <= set(
+        multilevel["params"])
     # the tuning DAG's screening margin and noise default to the screening's own (the DAG file may not import them)
     from analysis.tuning.screening import NOISE_DRAWS, RECHECK_DRAWS, RELIABLE_QUANTILE, SCREEN_HEADROOM
     tuning = out["dags"]["elastic_tuning"]["params"]

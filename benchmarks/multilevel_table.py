@@ -1,0 +1,171 @@
+"""Multi-level automatic benchmark (TPDS 2019 step 2, phase B): the capacity table the `multilevel` controller reads.
+
+    python -m benchmarks.multilevel_table          about 7 minutes on a 2-core machine; never next to another heavy job
+
+One streaming run on a Spark standalone cluster (its own: two 1-core workers on free loopback ports, workers added
+by the host actuator when executors need cores; or `--master` with `--cluster-state` of a cluster started by
+`python -m deploy.spark_cluster start`): the `multilevel-benchmark` controller starts un-parallelised on one
+executor while a `staircase` workload raises the rate step by step, and whenever a period's health falls below the
+threshold it adds the cheapest level that still helps (controllers/multilevel.py). The table — per configuration
+judged healthy, the highest rate it was healthy at, the level that made it and that level's measured provisioning
+delay — is derived from the run's decision log and logged to MLflow as a run of its own (experiment
+`characterisation`, tags `multilevel.table=true` and `multilevel.query`, artifact `multilevel_table.json`, the
+thresholds as params, the benchmark run's id), which `multilevel` finds by id or as `table=latest`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from controllers.multilevel import CapacityTable, table_from_decisions
+from jobs.capacity_table import ARTIFACT, EXPERIMENT, QUERY_TAG, TABLE_TAG, query_identity
+
+# the project's choices for this machine (parameters): levels of 500 ev/s from 500 to 8,000, 20 s each, judged over
+# 10 s periods, the first level held 20 s longer while the run warms up (not judged: WARMUP_S); one 1-core executor
+# fell behind at 2,000 ev/s and two at degree (1, 2, 1, 1) held 9,000 in a first run with steps of 1,000
+DEFAULTS = {"start": 500.0, "end": 8000.0, "step": 500.0, "step_s": 20.0}
+WARMUP_S = 20.0
+
+
+def staircase_workload(path: Path, start: float, end: float, step: float, step_s: float, seed: int,
+                       hold_s: float = 0.0) -> Path:
+    """The benchmark's injector: levels from start to end, the first held hold_s longer (the warm-up)."""
+    levels = int((end - start) // step) + 1
+    path.write_text(yaml.safe_dump({
+        "name": "multilevel-staircase", "description": f"{start:g} to {end:g} ev/s in steps of {step:g} every "
+                                                       f"{step_s:g} s (phase B of the multi-level seed)",
+        "profile": "staircase", "params": {"start": start, "end": end, "step": step, "step_s": step_s,
+                                           "hold_s": hold_s},
+        "duration_s": hold_s + levels * step_s, "seed": seed, "keys": {"count": 1000}, "payload_bytes": 32}, sort_keys=False))
+    return path
+
+
+def run_benchmark(master: str, workload: Path, controller_params: dict, tracking_uri: str, work: Path,
+                  cluster_state: Path | None, extra: list[str]) -> dict:
+    """The benchmark's streaming run (a jobs.run process); returns its summary."""
+    summary = work / "summary.json"
+    cmd = [sys.executable, "-m", "jobs.run", "--master", master, "--controller", "multilevel-benchmark",
+           "--workload", str(workload), "--tracking-uri", tracking_uri, "--summary-json", str(summary),
+           "--experiment", EXPERIMENT, *extra]
+    for key, value in controller_params.items():
+        cmd += ["--param", f"{key}={value}"]
+    if cluster_state is not None:
+        cmd += ["--host-scaling", "--cluster-state", str(cluster_state)]
+    result = subprocess.run(cmd)
+    if result.returncode != 0 or not summary.exists():
+        raise RuntimeError(f"the benchmark run failed (exit {result.returncode}); its MLflow run says why")
+    return json.loads(summary.read_text())
+
+
+def log_table(table: CapacityTable, tracking_uri: str, params: dict, source_run: str) -> str:
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from jobs.recording.recorder import ensure_experiment
+
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_experiment(experiment_id=ensure_experiment(MlflowClient(tracking_uri), EXPERIMENT, tracking_uri))
+    with mlflow.start_run(run_name=f"multilevel-table-{time.strftime('%Y%m%d-%H%M%S')}",
+                          tags={"kind": "characterisation", "benchmark": "multilevel-table", TABLE_TAG: "true",
+                                QUERY_TAG: table.query, "source_run_id": source_run}) as run:
+        mlflow.log_params(params)
+        mlflow.log_dict(table.to_dict(), ARTIFACT)
+        for i, row in enumerate(table.rows):
+            mlflow.log_metric("row.rate_eps", row.rate_eps, step=i)
+            mlflow.log_metric("row.executors", row.executors, step=i)
+        return run.info.run_id
+
+
+def table_text(table: CapacityTable) -> str:
+    lines = [f"{'rate ev/s':>10} {'executors':>9}  {'level':<11} {'delay s':>7}  degrees"]
+    for r in table.rows:
+        degrees = " ".join(f"{op}={d}" for op, d in r.degrees.items())
+        lines.append(f"{r.rate_eps:>10.0f} {r.executors:>9}  {r.level:<11} {r.delay_s:>7.1f}  {degrees}")
+    return "\n".join(lines)
+
+
+def build_table(*, master: str | None, cluster_state: Path | None, start: float, end: float, step: float,
+                step_s: float, period_s: float, health_threshold: float, max_executors: int, query: str | None,
+                seed: int, tracking_uri: str, log=print) -> tuple[str, CapacityTable]:
+    """Phase B end to end: the benchmark's streaming run (on its own 2 x 1-core cluster when no master is given),
+    its table from the decision log, logged as a table run; returns (the table run's id, the table)."""
+    if start <= 0 or step <= 0 or end < start or step_s < period_s:
+        raise ValueError("need 0 < start <= end, step > 0 and step_s >= period (a level must hold a period)")
+    controller_params = {"period_s": period_s, "health_threshold": health_threshold, "max_executors": max_executors,
+                         "warmup_s": WARMUP_S}
+    extra = ["--query", query] if query else []
+    with tempfile.TemporaryDirectory(prefix="multilevel-table-") as d:
+        work = Path(d)
+        workload = staircase_workload(work / "staircase.yaml", start, end, step, step_s, seed, hold_s=WARMUP_S)
+        cluster = None
+        if master is None:
+            from deploy.spark_cluster import StandaloneCluster, free_port
+
+            cluster = StandaloneCluster(state_dir=work / "cluster", port=free_port(), ui_port=free_port())
+            cluster.start(workers=2)
+            master, cluster_state = cluster.master_url, cluster.state_dir
+        try:
+            log(f"multi-level benchmark on {master}: {start:g} -> {end:g} ev/s, +{step:g} every {step_s:g} s, "
+                f"health judged every {period_s:g} s (threshold {health_threshold:g})")
+            summary = run_benchmark(master, workload, controller_params, tracking_uri, work, cluster_state, extra)
+        finally:
+            if cluster is not None:
+                cluster.stop()
+        from mlflow.tracking import MlflowClient
+
+        decisions = Path(MlflowClient(tracking_uri).download_artifacts(summary["run_id"], "decisions.jsonl",
+                                                                       str(work)))
+        records = [json.loads(line) for line in decisions.read_text().splitlines() if line.strip()]
+    operators = tuple(records[0]["after"]) if records else ()
+    table = table_from_decisions(records, operators, query_identity(query, None),
+                                 {**controller_params, "slo_latency_s": summary.get("slo_latency_s")})
+    run_id = log_table(table, tracking_uri,
+                       {**controller_params, "start": start, "end": end, "step": step, "step_s": step_s,
+                        "seed": seed, "benchmark_run_id": summary["run_id"]}, summary["run_id"])
+    return run_id, table
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.recording.recorder import default_tracking_uri
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.multilevel_table", description=__doc__.split("\n\n")[0])
+    p.add_argument("--master", help="a running standalone master (default: start a 2 x 1-core cluster here)")
+    p.add_argument("--cluster-state", type=Path, help="with --master: the state folder of deploy.spark_cluster, "
+                                                      "so the host level can add workers")
+    p.add_argument("--start", type=float, default=DEFAULTS["start"], help="first rate level, ev/s")
+    p.add_argument("--end", type=float, default=DEFAULTS["end"], help="last rate level, ev/s")
+    p.add_argument("--step", type=float, default=DEFAULTS["step"], help="rate added per level, ev/s")
+    p.add_argument("--step-s", type=float, default=DEFAULTS["step_s"], help="seconds per level")
+    p.add_argument("--period", type=float, default=10.0, help="T: seconds over which health is judged")
+    p.add_argument("--health-threshold", type=float, default=0.95)
+    p.add_argument("--max-executors", type=int, default=4)
+    p.add_argument("--query", help="MODULE:FUNCTION or nexmark:qN (default: the benchmark topology)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--tracking-uri", default=None)
+    args = p.parse_args(argv)
+    try:
+        run_id, table = build_table(master=args.master, cluster_state=args.cluster_state, start=args.start,
+                                    end=args.end, step=args.step, step_s=args.step_s, period_s=args.period,
+                                    health_threshold=args.health_threshold, max_executors=args.max_executors,
+                                    query=args.query, seed=args.seed,
+                                    tracking_uri=args.tracking_uri or default_tracking_uri())
+    except ValueError as exc:
+        p.error(str(exc))
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(table_text(table))
+    print(f"capacity table logged to MLflow run {run_id} (experiment {EXPERIMENT}); use it with "
+          f"--controller multilevel --param table={run_id} (or table=latest)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
