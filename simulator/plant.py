@@ -10,6 +10,8 @@ the job. The model keeps what matters for elasticity in a micro-batch engine and
 - operators run one after another (each is a stage behind a shuffle), so the batch takes the sum of their spans
   plus a fixed per-batch overhead;
 - records leave when their batch ends; latency is measured from each event's scheduled arrival;
+- a controller that manages executors (one core each) sets the slots: an added executor's slot counts from
+  `executor_delay_s` after the decision, a removed one at once; the run's cores held are integrated;
 - optionally, noise: given a `noise_seed`, each batch's fixed overhead and each operator's per-task time are
   multiplied by lognormal factors whose spreads (`PlantConfig.batch_overhead_sigma`, `service_sigma`) a calibration
   measures on Spark. Without it the plant is deterministic, and a controller that reacts to Spark's jitter (DS2 reads
@@ -50,6 +52,9 @@ class PlantConfig:
     # overhead as a median); an operator's factor has mean 1 (its service time is a least-squares mean).
     batch_overhead_sigma: float = 0.0
     service_sigma: Mapping[str, float] = field(default_factory=dict)
+    # a controller that manages executors (one core each): an added executor's slot is there this long after the
+    # decision (6.4-6.9 s measured on this machine's standalone cluster, docs/multilevel.md); a removed one goes at once
+    executor_delay_s: float = 6.5
 
     @property
     def noisy(self) -> bool:
@@ -83,6 +88,7 @@ class PlantRun:
     batches: list[BatchRecord]
     decisions: list[DecisionRecord]
     slot_seconds: float
+    executor_core_seconds: float | None = None  # cores held, when the controller manages executors
 
     def latencies(self) -> np.ndarray:
         return np.concatenate([b.latencies_s for b in self.batches]) if self.batches else np.array([])
@@ -128,6 +134,9 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
     batch_id = 0
     due_at_prev_end = 0
     noise = _Noise(config, noise_seed)
+    executors = loop.executors  # None: not managed, the plant's fixed slots
+    coming: list[tuple[float, int]] = []  # (registered at, count) of executors asked for
+    core_seconds = 0.0
     while True:
         due = arrivals.count_due(int(t * US))
         if t >= duration_s and read >= arrivals.total_events:
@@ -137,6 +146,10 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             t += config.trigger_interval_s
             continue
         # a controller may resize the batch now that it knows what the batch reads (guards' burst sizing)
+        if executors is not None:
+            executors = max([executors] + [c for at, c in coming if at <= t])
+            coming = [(at, c) for at, c in coming if at > t]
+        slots = config.slots if executors is None else executors
         degrees = loop.at_batch_start(batch_id - 1, t, n)
         records = n
         ops = []
@@ -145,10 +158,10 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             keyed.batch_started(degrees[keyed.operator])
         for op, factor in zip(config.operators, noise.services()):
             if keyed is not None and op.name == keyed.operator:
-                span, busy = keyed.timing(op, arrivals.keys(read, due), records, config.slots, factor, t,
+                span, busy = keyed.timing(op, arrivals.keys(read, due), records, slots, factor, t,
                                           t - prev_end)
             else:
-                span, busy = operator_timing(op, records, degrees[op.name], config.slots)
+                span, busy = operator_timing(op, records, degrees[op.name], slots)
                 span, busy = span * factor, busy * factor
             out = int(round(records * op.selectivity))
             ops.append(OperatorMetrics(op.name, degrees[op.name], records, out, busy, degrees[op.name],
@@ -174,17 +187,26 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             latency_p99_s=float(np.percentile(latencies, 99)),
             operators=tuple(ops),
             max_degree=config.max_degree,
+            executors=executors,
+            slots=None if executors is None else slots,
         )
         batches.append(BatchRecord(snapshot, t, end, latencies))
         next_start = end if duration >= config.trigger_interval_s else t + config.trigger_interval_s
         slot_seconds += sum(degrees.values()) * (next_start - t)
+        core_seconds += (executors or 0) * (next_start - t)
         degrees = loop.step(snapshot)
+        if executors is not None and loop.executors is not None:
+            target = loop.executors
+            if target > executors:
+                coming = [(at, c) for at, c in coming if c <= target] + [(end + config.executor_delay_s, target)]
+            elif target < executors:
+                executors, coming = target, []
         if keyed is not None:
             keyed.decide(end, end - prev_end)
         prev_end, due_at_prev_end = end, due_at_end
         t = next_start
         batch_id += 1
-    return PlantRun(batches, loop.log, slot_seconds)
+    return PlantRun(batches, loop.log, slot_seconds, None if loop.executors is None else core_seconds)
 
 
 def chain(specs: Sequence[tuple[str, float]], **kwargs) -> PlantConfig:

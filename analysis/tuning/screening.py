@@ -34,6 +34,8 @@ is pruned with the rule's message: it is not a configuration, so it has no cost.
 """
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -114,6 +116,20 @@ def check_configuration(controller: str, params: dict[str, Any], operators: Sequ
         build_placement(placement, placed)
 
 
+@functools.lru_cache(maxsize=8)
+def capacity_table(reference: str, operators: tuple[str, ...]) -> Any:
+    """The `multilevel` controller's table for the plant (the benchmark topology), read once per study: every trial
+    of a study reads the same table, as every confirmation run on Spark does."""
+    from controllers.multilevel import TableError
+    from jobs.capacity_table import TableNotFound, query_identity, resolve
+    from jobs.recording.recorder import default_tracking_uri
+
+    try:
+        return resolve(reference, query_identity(None, "default"), operators, default_tracking_uri())
+    except (TableError, TableNotFound) as exc:
+        raise SpaceError(f"controller 'multilevel': parameter 'table': {exc}") from None
+
+
 def evaluate(controller: str, params: dict[str, Any], schedules: Sequence[Schedule], plant: PlantConfig, *,
              slo_latency_s: float, slo_target: float, trial: int | None = None,
              headroom: float = SCREEN_HEADROOM, draws: int = NOISE_DRAWS,
@@ -122,10 +138,13 @@ def evaluate(controller: str, params: dict[str, Any], schedules: Sequence[Schedu
     `controller` may be 'name+placement', the placement moving `keyed_operator`'s key groups."""
     name, placement = split_composite(controller)
     own, placed = split_values(controller, params)
+    table = (capacity_table(str(own.get("table", "latest")), tuple(op.name for op in plant.operators))
+             if name == "multilevel" else None)
     runs: list[SimulatedRun] = [
         simulate_configuration(name, own, s, plant, slo_latency_s=slo_latency_s, slo_target=slo_target,
                                judge_latency_s=headroom * slo_latency_s, noise_seed=noise_seed,
-                               placement=(placement, placed) if placement else None, keyed_operator=keyed_operator)
+                               placement=(placement, placed) if placement else None, keyed_operator=keyed_operator,
+                               capacity_table=table)
         for s in schedules for noise_seed in (noise_seeds_of(s, draws) if plant.noisy else [None])]
     attainment = np.array([r.slo_attainment for r in runs])
     return Screened(params, composite_label(controller, params),

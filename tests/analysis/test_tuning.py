@@ -268,3 +268,25 @@ def test_the_recheck_ranks_the_best_configurations_again_on_more_draws_of_the_sa
     plain = Calibration.from_params(CALIBRATION).plant(OPS, 2.0, 8)
     assert recheck("ds2", found, schedules, plain, **judged, draws=6) == found
     assert recheck("ds2", found, schedules, noisy, **judged, draws=0) == found
+
+
+def test_the_executor_level_controllers_are_screened_on_the_plant_with_their_own_space(plant, schedules, tmp_path):
+    """executor-autoscaler and multilevel are in the tuning search space: the plant adds an executor's slot after
+    its provisioning delay, and multilevel reads its capacity table once per study (a file here; a missing one is
+    one error naming it)."""
+    import json
+
+    space = build_space("executor-autoscaler")
+    assert {"target_utilization", "stabilisation_s", "max_executors"} <= set(space.dimensions)
+    study = screen(space, schedules, plant, trials=3, seed=1, **SLO)
+    assert all("invalid" not in t.user_attrs for t in study.trials)
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"operators": list(OPS), "query": "topology:default", "rows": [
+        {"rate_eps": 1500, "degrees": {op: 1 for op in OPS}, "executors": 1},
+        {"rate_eps": 4000, "degrees": {op: 2 for op in OPS}, "executors": 2},
+        {"rate_eps": 9000, "degrees": {op: 4 for op in OPS}, "executors": 4}]}))
+    found = evaluate("multilevel", {"table": str(table)}, schedules, plant, **SLO)
+    assert 0 < found.slo_attainment <= 1 and found.cost_slot_seconds > 0
+    assert {"headroom", "scale_in_band", "stabilisation_s"} <= set(build_space("multilevel").dimensions)
+    with pytest.raises(SpaceError, match="parameter 'table': table file .*absent.json does not exist"):
+        evaluate("multilevel", {"table": str(tmp_path / "absent.json")}, schedules, plant, **SLO)

@@ -92,3 +92,31 @@ def test_nothing_is_sized_from_the_start_up_transient():
     assert loop.executors == 1 and "warming up until t=10 s" in loop.log[-1].reason
     loop.step(batch(5, slots=1, batch_s=2.0, rate=3000, busy_s=5.1, backlog=0))  # t = 10
     assert loop.executors == 5
+
+
+def test_on_the_plant_it_follows_a_step_with_executors_and_gives_them_back():
+    """The micro-batch plant with executors: 1,500 -> 6,000 ev/s for 20 s and back; an added executor's slot counts
+    6.5 s after the decision. Against one executor held throughout (which falls behind at the step) the autoscaler
+    keeps far more events within the 5 s bound, and it holds far fewer cores than four executors held throughout."""
+    from simulator.plant import chain, simulate
+    from workloads import Schedule, parse_workload
+
+    spec = parse_workload({"name": "s", "profile": "levels", "params": {"low": 1500, "high": 6000, "period_s": 20,
+                                                                        "ramp_s": 0, "pattern": "BABBB"},
+                           "duration_s": 100, "seed": 1})
+    config = chain(list(zip(OPS, (2.5e-5, 1.25e-4, 3e-5, 2e-5))), trigger_interval_s=2.0, batch_overhead_s=0.3,
+                   max_degree=8)
+
+    def run(name, params):
+        c = build_controller(name, params, OPS, 8)
+        c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0))
+        done = simulate(config, Schedule(spec), ControlLoop(c), 100.0)
+        return done, float((done.latencies() <= 5.0).mean())
+
+    auto, auto_slo = run("executor-autoscaler", {"max_executors": 4})
+    one, one_slo = run("scripted", {"initial_executors": 1})
+    four, _ = run("scripted", {"initial_executors": 4, "initial_degree": 4})
+    executors = [b.snapshot.executors for b in auto.batches]
+    assert executors[0] == 1 and max(executors) == 4 and executors[-1] < 4  # out after the step, in after it
+    assert auto_slo >= one_slo + 0.15  # measured: 0.82 against 0.57
+    assert auto.executor_core_seconds <= 0.75 * four.executor_core_seconds  # measured: 273 against 400
