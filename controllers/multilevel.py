@@ -8,7 +8,9 @@ threshold, it adds an instance with the cheapest container that still improves p
 Here, on Spark (the workload is the `staircase` profile; `benchmarks.multilevel_table` runs it and logs the table):
 - health over each period of `period_s`: events read ÷ events arrived in its batches, and — the project's addition
   for a micro-batch job, which can keep up on average while every event is late — the period's worst batch p95
-  latency within the run's SLO (`latency_check`);
+  latency within the run's SLO (`latency_check`). A period is judged at one offered rate (the seed injects
+  constant levels): the batch that meets a new level reads the previous level's lag, so a period restarts after it
+  (`steady_tolerance`); a first benchmark without this added an executor for the step from 500 to 1,000 ev/s;
 - the levels, cheapest first, in the order the phase-A characterisation (docs/multilevel.csv) justifies on this
   project's cluster: (1) partitions — the bottleneck operator's degree + 1 while it is below the task slots
   registered (degree 2 on 2 slots ran 1.26x degree 1; beyond the slots degree 8 ran 0.85x); (2) executors — one
@@ -185,6 +187,9 @@ class MultilevelBenchmark(Controller):
         "settle_s": Param(float, 10.0, "after an addition is in force, wait this long before the next judged period "
                                        "(a new executor's first tasks start its Python workers; project's choice)",
                           0.0),
+        "steady_tolerance": Param(float, 0.1, "a period is judged at one offered rate: a batch whose rate differs "
+                                              "by more than this from the period's first restarts the period after "
+                                              "it (project's choice)", 0.0, open_minimum=True),
     }
 
     def __init__(self, params, operators, max_degree):
@@ -219,6 +224,15 @@ class MultilevelBenchmark(Controller):
         if t - snapshot.interval_s < self._settle_until:  # this batch began in a warm-up or settling time
             return Decision(dict(self._degrees), f"settling until t={self._settle_until:.0f} s",
                             executors=self._executors)
+        rate = snapshot.arrivals / snapshot.interval_s if snapshot.interval_s > 0 else 0.0
+        if self._period:
+            first = self._period[0]
+            level = first.arrivals / first.interval_s if first.interval_s > 0 else 0.0
+            if abs(rate - level) > p["steady_tolerance"] * max(level, 1.0):
+                # the batch that meets a new level reads the old one's lag: judging it would judge the step
+                self._period = []
+                return Decision(dict(self._degrees), f"offered rate {level:.0f} -> {rate:.0f} ev/s: a new period "
+                                f"starts after this batch", executors=self._executors)
         self._period.append(snapshot)
         if t - self._period[0].time_s + self._period[0].interval_s < p["period_s"]:
             return Decision(dict(self._degrees), "judging the period", executors=self._executors)

@@ -148,3 +148,15 @@ def test_the_first_row_holds_through_the_warm_up():
     assert loop.executors == 1 and "warming up" in loop.log[-1].reason
     loop.step(at(5, 5000))
     assert loop.executors == 2
+
+
+def test_a_period_is_judged_at_one_offered_rate_not_across_a_step():
+    c = build_controller("multilevel-benchmark", {"period_s": 4.0, "warmup_s": 0, "settle_s": 0}, OPS, 8)
+    c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0))
+    loop = ControlLoop(c)
+    # the batch that meets the step reads the old level's lag (health 0.5): it starts no judgement of the step
+    for i, (rate, read) in enumerate([(1000, 2000), (2000, 2000), (2000, 4000), (2000, 4000)], start=1):
+        loop.step(replace(snap(time_s=2.0 * i, batch_id=i, rate=rate, records=read), slots=1, latency_p95_s=2.0))
+    reasons = [r.reason for r in loop.log]
+    assert "offered rate 1000 -> 2000 ev/s: a new period starts after this batch" in reasons[1]
+    assert loop.log[-1].details["multilevel.healthy"] == 1 and loop.executors == 1
