@@ -160,3 +160,23 @@ def test_a_period_is_judged_at_one_offered_rate_not_across_a_step():
     reasons = [r.reason for r in loop.log]
     assert "offered rate 1000 -> 2000 ev/s: a new period starts after this batch" in reasons[1]
     assert loop.log[-1].details["multilevel.healthy"] == 1 and loop.executors == 1
+
+
+def test_after_an_addition_the_next_period_waits_for_the_backlog_it_left_to_drain():
+    c = build_controller("multilevel-benchmark", {"period_s": 4.0, "warmup_s": 0, "settle_s": 0, "recovery_s": 10},
+                         OPS, 8)
+    c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0))
+    loop = ControlLoop(c)
+    spans = {"parse": 0.1, "enrich": 0.9, "aggregate": 0.2, "sink": 0.1}
+
+    def batch(i, health, backlog, slots=2):
+        s = snap(time_s=2.0 * i, batch_id=i, rate=1000, records=int(2000 * health), backlog=backlog, spans=spans)
+        loop.step(replace(s, slots=slots, latency_p95_s=2.0))
+        return loop.log[-1]
+
+    batch(1, 0.5, 3000)
+    assert "partitions: enrich -> 2" in batch(2, 0.5, 5000).reason  # unhealthy: the bottleneck gets a task
+    assert "draining" in batch(3, 1.0, 4000).reason and "draining" in batch(4, 1.0, 2500).reason
+    assert "judging" in batch(5, 1.0, 1500).reason  # drained (<= one trigger's 2,000 arrivals): a period starts
+    assert batch(6, 1.0, 1500).details["multilevel.healthy"] == 1
+    assert loop.degrees["enrich"] == 2
