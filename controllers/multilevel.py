@@ -5,7 +5,7 @@ application-specific controller derived from that table (phase C).
 Phase B, `multilevel-benchmark`. The seed starts the application un-parallelised on one machine and raises the
 injected rate step by step; when an instance's health, processed / received over a period T, falls below a
 threshold, it adds an instance with the cheapest container that still improves performance, else a new machine.
-Here, on Spark (the workload is the `staircase` profile; `benchmarks.multilevel_table` runs it and logs the table):
+Here, on Spark (the workload is the `staircase` profile; `analysis.multilevel_table` runs it and logs the table):
 - health over each period of `period_s`: events read ÷ events arrived in its batches, and — the project's addition
   for a micro-batch job, which can keep up on average while every event is late — the period's worst batch p95
   latency within the run's SLO (`latency_check`). A period is judged at one offered rate (the seed injects
@@ -286,7 +286,7 @@ class MultilevelController(Controller):
     name = "multilevel"
     summary = "phase C of the multi-level seed: move between the rows of a benchmark's capacity table"
     PARAMS = {
-        "table": Param(str, "latest", "the capacity table: an MLflow run id of benchmarks.multilevel_table, "
+        "table": Param(str, "latest", "the capacity table: an MLflow run id of analysis.multilevel_table, "
                                       "'latest' (the newest for this query), or a JSON file"),
         "headroom": Param(float, 1.1, "a row is taken when its rate >= the needed rate x headroom", 1.0,
                           search=SearchRange(1.0, 1.5)),

@@ -56,7 +56,7 @@ def elastic_multilevel_benchmark():
 
         from mlflow.tracking import MlflowClient
 
-        from benchmarks.multilevel_table import build_table
+        from analysis.multilevel_table import build_table
 
         master = spark_master(params["spark_conn_id"])
         if not master.startswith("spark://"):

@@ -1,5 +1,5 @@
 """The multi-level controller's capacity table, found where the user points (`table=`): a JSON file, an MLflow run
-of `benchmarks.multilevel_table` by id, or `latest` — the newest finished table run for the run's query in the
+of `analysis.multilevel_table` by id, or `latest` — the newest finished table run for the run's query in the
 `characterisation` experiment. Read and checked before Spark starts, so a table from another topology or query, an
 empty one or one that is not there is a one-line error naming it, not a controller failing mid-stream."""
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _from_mlflow(reference: str, identity: str, tracking_uri: str) -> tuple[dict
             order_by=["attributes.start_time DESC"], max_results=1)
         if not runs:
             raise TableNotFound(f"no capacity table for query {identity!r} in experiment {EXPERIMENT!r} at "
-                                f"{tracking_uri}: run python -m benchmarks.multilevel_table first, or give table=FILE")
+                                f"{tracking_uri}: run python -m analysis.multilevel_table first, or give table=FILE")
         run_id = runs[0].info.run_id
     else:
         run_id = reference

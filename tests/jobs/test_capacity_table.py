@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from benchmarks.multilevel_table import log_table, staircase_workload
+from analysis.multilevel_table import log_table, staircase_workload
 from controllers.multilevel import CapacityTable, TableError
 from jobs.capacity_table import TableNotFound, query_identity, resolve
 from workloads import Schedule, load_workload
@@ -29,7 +29,7 @@ def test_a_logged_table_is_found_by_id_and_as_the_latest_for_its_query(tracking_
     with pytest.raises(TableError, match=f"table run {first}: measured on query 'topology:default', this run "
                                          "computes 'nexmark:q1'"):
         resolve(first, "nexmark:q1", OPS, tracking_uri)
-    with pytest.raises(TableNotFound, match="no capacity table for query 'nexmark:q7'.*benchmarks.multilevel_table"):
+    with pytest.raises(TableNotFound, match="no capacity table for query 'nexmark:q7'.*analysis.multilevel_table"):
         resolve("latest", "nexmark:q7", OPS, tracking_uri)
     with pytest.raises(TableNotFound, match="table run 'nonesuch' is not in the tracking store"):
         resolve("nonesuch", QUERY, OPS, tracking_uri)

@@ -1,6 +1,6 @@
 """Multi-level automatic benchmark (TPDS 2019 step 2, phase B): the capacity table the `multilevel` controller reads.
 
-    python -m benchmarks.multilevel_table          about 7 minutes on a 2-core machine; never next to another heavy job
+    python -m analysis.multilevel_table          about 9 minutes on a 2-core machine (8.5 measured); never next to another heavy job
 
 One streaming run on a Spark standalone cluster (its own: two 1-core workers on free loopback ports, workers added
 by the host actuator when executors need cores; or `--master` with `--cluster-state` of a cluster started by
@@ -135,7 +135,7 @@ def build_table(*, master: str | None, cluster_state: Path | None, start: float,
 def main(argv: list[str] | None = None) -> int:
     from jobs.recording.recorder import default_tracking_uri
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.multilevel_table", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m analysis.multilevel_table", description=__doc__.split("\n\n")[0])
     p.add_argument("--master", help="a running standalone master (default: start a 2 x 1-core cluster here)")
     p.add_argument("--cluster-state", type=Path, help="with --master: the state folder of deploy.spark_cluster, "
                                                       "so the host level can add workers")
