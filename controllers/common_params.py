@@ -22,6 +22,13 @@ COOLDOWN_S = Param(float, 10.0, "seconds after an action during which no other a
                    search=SearchRange(0.0, 60.0))
 
 
+# executor bounds, for every controller that sets or configures executors
+EXECUTOR_BOUNDS = Rule(("min_executors", "initial_executors", "max_executors"),
+                       lambda v, c: v["min_executors"] <= v["initial_executors"] <= v["max_executors"],
+                       "need min_executors <= initial_executors <= max_executors, got {min_executors}, "
+                       "{initial_executors}, {max_executors}")
+
+
 def at_most_max_degree(*fields: str) -> Rule:
     """Each named degree (a number, or a per-operator mapping) is within the run's max degree."""
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from controllers.base import Controller, Param, Rule, register
-from controllers.common_params import at_most_max_degree
+from controllers.base import Controller, Param, register
+from controllers.common_params import EXECUTOR_BOUNDS, at_most_max_degree
 from controllers.slots import EXECUTOR_CORES
 from controllers.types import Decision, Snapshot
 from params.declare import SearchRange
@@ -68,10 +68,7 @@ class ExecutorAutoscaler(Controller):
                           0.0, search=SearchRange(0.0, 30.0)),
     }
     RULES = (
-        Rule(("min_executors", "initial_executors", "max_executors"),
-             lambda v, c: v["min_executors"] <= v["initial_executors"] <= v["max_executors"],
-             "need min_executors <= initial_executors <= max_executors, got {min_executors}, {initial_executors}, "
-             "{max_executors}"),
+        EXECUTOR_BOUNDS,
         at_most_max_degree("degree"),
     )
 

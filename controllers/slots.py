@@ -28,7 +28,8 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from controllers.types import Decision, Snapshot
-from params.declare import Param, Rule, SearchRange
+from controllers.common_params import EXECUTOR_BOUNDS
+from params.declare import Param, SearchRange
 
 # managed executors have one core each (jobs.config starts them so): the project's choice, the finest process-level
 # step, and what the 1-core workers of deploy.spark_cluster hold
@@ -48,12 +49,7 @@ EXECUTOR_PARAMS = {
                                   search_when=("executors", True)),
 }
 
-EXECUTOR_RULES = (
-    Rule(("min_executors", "initial_executors", "max_executors"),
-         lambda v, c: v["min_executors"] <= v["initial_executors"] <= v["max_executors"],
-         "need min_executors <= initial_executors <= max_executors, got {min_executors}, {initial_executors}, "
-         "{max_executors}"),
-)
+EXECUTOR_RULES = (EXECUTOR_BOUNDS,)
 
 
 class SlotFitter:

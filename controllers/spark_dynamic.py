@@ -14,8 +14,8 @@ shuffle: with a stateless job every executor does, so nothing would ever scale i
 """
 from __future__ import annotations
 
-from controllers.base import Controller, Param, Rule, register
-from controllers.common_params import at_most_max_degree
+from controllers.base import Controller, Param, register
+from controllers.common_params import EXECUTOR_BOUNDS, at_most_max_degree
 from controllers.types import Decision, Snapshot
 
 
@@ -38,10 +38,7 @@ class SparkDynamicAllocation(Controller):
         "executor_cores": Param(int, 1, "spark.executor.cores", 1),
     }
     RULES = (
-        Rule(("min_executors", "initial_executors", "max_executors"),
-             lambda v, c: v["min_executors"] <= v["initial_executors"] <= v["max_executors"],
-             "need min_executors <= initial_executors <= max_executors, got {min_executors}, {initial_executors}, "
-             "{max_executors}"),
+        EXECUTOR_BOUNDS,
         at_most_max_degree("degree"),
     )
 
