@@ -206,7 +206,6 @@ class MultilevelBenchmark(Controller):
         self._last_delay: float | None = None
         self._settle_until = self.params["warmup_s"]
         self._recovering = False  # an addition is in force: its delay's backlog may still be draining
-        self.saturated = False
 
     def initial_degrees(self) -> dict[str, int]:
         return dict(self._degrees)
@@ -276,7 +275,6 @@ class MultilevelBenchmark(Controller):
             details.update({LEVEL: "executors"})
             return Decision(dict(self._degrees), f"{said}: {why}; every operator at the slots: executors -> "
                             f"{self._executors}", executors=self._executors, details=details)
-        self.saturated = True
         return Decision(dict(self._degrees), f"{said}: {why}; no level left (max_executors "
                         f"{p['max_executors']})", executors=self._executors, details=details)
 
