@@ -100,7 +100,8 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
                   "| scaling actions | executors (mean) | lost / dup |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for _, row in table.iterrows():
-            lines.append(f"| `{row['config']}` | {row['seeds']} | {_fmt(row['slo_attainment'], 100)} | "
+            label = "oracle (calibrated)" if row["controller"] == "oracle" else f"`{row['config']}`"
+            lines.append(f"| {label} | {row['seeds']} | {_fmt(row['slo_attainment'], 100)} | "
                          f"{_fmt(row['cost_executor_core_seconds'], digits=0)} | "
                          f"{_fmt(row['cores_to_static2'], digits=2)} | {_fmt(row['cost_slot_seconds'], digits=0)} | "
                          f"{_fmt(row['scaling_actions'])} | {_fmt(row['executors_mean'], digits=2)} | "
