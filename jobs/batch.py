@@ -170,7 +170,7 @@ class BatchProcessor:
             latency_p50_s=_f(p50), latency_p95_s=_f(p95), latency_p99_s=_f(p99),
             operators=ops, max_degree=self.config.max_degree, cpu_percent=cpu, memory_mb=mem,
             cpu_cores=self.sampler.cores, executors=None if active is None else len(active),
-            slots=None if active is None else self.executors.warm_slots(active),
+            slots=None if active is None else sum(v.cores for v in active),
         )
         new_degrees = self.loop.step(snapshot)  # decided, validated, applied by the actuators, recorded
         decision = self.loop.log[-1]

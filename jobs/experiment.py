@@ -119,12 +119,6 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         ship_query_module(config.query_module)
         warm_up(spark, config.spec, schedule_state, config.job_query,
                 min(config.max_degree, sc.defaultParallelism), output / "warm-up", config.chain_operators)
-        if actuators.executors is not None and controller.initial_executors() is not None:
-            # executors a controller adds are warmed the same way before their slots count (executors.py)
-            actuators.executors.mark_warm()
-            actuators.executors.warmer = lambda tasks: warm_up(
-                spark, config.spec, schedule_state, config.job_query, min(config.max_degree, tasks),
-                output / "warm-up-executors", config.chain_operators)
         listener = ProgressListener()
         spark.streams.addListener(listener)
         ops = config.job_query.names

@@ -75,10 +75,6 @@ class RunActuators:
         out: dict[str, float | None] = {}
         if self.executors is not None:
             out.update(self.executors.ledger.summary())
-            warm = self.executors.warm_ups_s
-            if self.executors.warmer is not None:  # added executors warmed before their slots counted
-                out.update({"executor_warm_ups": float(len(warm)),
-                            "executor_warm_up_s_max": max(warm) if warm else None})
         if self.hosts is not None:
             out.update(self.hosts.summary())
         if self.placement is not None:

@@ -196,13 +196,6 @@ class ExecutorActuator:
         self._closed = threading.Event()
         self._outcomes: list[tuple[Outcome, Change]] = []
         self.last_active: list[ExecutorView] = []  # as observed after the last batch
-        # warming new executors (set by the run when a controller manages them): a job of `warmer(tasks)` runs the
-        # query on a few events as soon as an added executor registers, and its slots count for the controllers
-        # (warm_slots) only after that. Measured on the step: the first batch on a cold 1-core executor took 6.6 s
-        # against 2 s, 3.3 s of it outside the stages (code shipping, Python workers, first shuffle)
-        self.warmer: Callable[[int], None] | None = None
-        self.warm: set[str] = set()
-        self.warm_ups_s: list[float] = []
 
     def observe(self) -> list[ExecutorView]:
         """Read Spark's record now; returns the active executors, oldest first."""
@@ -211,33 +204,6 @@ class ExecutorActuator:
             self.ledger.observe(views, time.time())
             self.last_active = self.ledger.active()
             return self.last_active
-
-    def mark_warm(self) -> None:
-        """Every active executor counts as warm (the run's own warm-up ran on them before the clock started)."""
-        with self._lock:
-            self.warm.update(v.id for v in self.ledger.active())
-
-    def warm_slots(self, active: list[ExecutorView]) -> int:
-        """Task slots of the active executors the controllers may plan with: every one, unless new executors are
-        warmed first, and then only those warmed."""
-        if self.warmer is None:
-            return sum(v.cores for v in active)
-        return sum(v.cores for v in active if v.id in self.warm)
-
-    def _warm_new(self) -> None:
-        """Run the warm-up job when active executors are not warm yet (from the poller, beside the stream)."""
-        with self._lock:
-            active = self.ledger.active()
-            cold = [v for v in active if v.id not in self.warm]
-        if self.warmer is None or not cold:
-            return
-        started = time.monotonic()
-        try:
-            self.warmer(sum(v.cores for v in active))
-        finally:  # a failed warm-up must not keep the executors out of the slots for the rest of the run
-            with self._lock:
-                self.warm.update(v.id for v in cold)
-                self.warm_ups_s.append(time.monotonic() - started)
 
     def _request_total(self, n: int) -> None:
         empty = self.sc._jvm.PythonUtils.toScalaMap(self.sc._jvm.java.util.HashMap())
@@ -304,10 +270,7 @@ class ExecutorActuator:
             while not self._closed.is_set():
                 try:
                     self.observe()
-                    self._warm_new()
                 except OSError:
-                    pass
-                except Exception:  # noqa: BLE001  (a warm-up job that failed: the next batch shows the cold start)
                     pass
                 with self._lock:
                     if not self.ledger.pending():

@@ -236,34 +236,3 @@ def test_the_host_actuator_follows_a_decisions_executor_target_and_says_when_its
     released = hosts.apply(DecisionRecord(4, 9.0, {}, {}, True, "hold", executors=3, executors_before=3))
     assert released.requested == {"remove_workers": ["worker-4"]}
     hosts.close()
-
-
-def test_an_added_executor_counts_as_slots_only_once_the_warm_up_job_has_run_on_it():
-    """The run warms executors a controller adds before their slots count (the first batch on a cold executor took
-    6.6 s against 2 s on the step); a warm-up that fails still lets them count, so slots are never withheld."""
-    from types import SimpleNamespace
-
-    from jobs.actuators.executors import ExecutorActuator
-
-    sc = SimpleNamespace(_jsc=SimpleNamespace(sc=lambda: None))
-    actuator = ExecutorActuator(sc)
-    actuator.ledger.observe([view("1", 0.0)], 1.0)
-    actuator.mark_warm()
-    actuator.ledger.observe([view("1", 0.0), view("2", 5.0)], 6.0)
-    assert actuator.warm_slots(actuator.ledger.active()) == 2  # no warmer: every executor counts
-    tasks = []
-    actuator.warmer = tasks.append
-    assert actuator.warm_slots(actuator.ledger.active()) == 1
-    actuator._warm_new()
-    assert tasks == [2] and actuator.warm_slots(actuator.ledger.active()) == 2 and len(actuator.warm_ups_s) == 1
-    actuator._warm_new()
-    assert tasks == [2], "warm executors are not warmed again"
-
-    def broken(n):
-        raise RuntimeError("the warm-up job failed")
-
-    actuator.warmer = broken
-    actuator.ledger.observe([view("1", 0.0), view("2", 5.0), view("3", 9.0)], 10.0)
-    with pytest.raises(RuntimeError):
-        actuator._warm_new()
-    assert actuator.warm_slots(actuator.ledger.active()) == 3
