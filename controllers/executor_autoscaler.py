@@ -1,5 +1,5 @@
-"""A streaming-aware executor autoscaler: the number of executors of a running query from its micro-batches, the peer
-a Spark user would want instead of dynamic allocation.
+"""A streaming-aware executor autoscaler: the number of executors of a running query from its micro-batches, meant
+as the alternative to dynamic allocation a Spark user lacks (how it fares against it: docs/multilevel.md).
 
 Spark's dynamic allocation reacts to tasks waiting (backlog timeout) and to idle executors (idle timeout): signals
 of batch jobs. A micro-batch query that falls behind shows it first in its batches — a batch longer than the
