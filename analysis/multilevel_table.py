@@ -1,6 +1,6 @@
 """Multi-level automatic benchmark (TPDS 2019 step 2, phase B): the capacity table the `multilevel` controller reads.
 
-    python -m analysis.multilevel_table          about 9 minutes on a 2-core machine (8.5 measured); never next to another heavy job
+    python -m analysis.multilevel_table     about 9 minutes on 2 cores (8.5 measured); never next to another heavy job
 
 One streaming run on a Spark standalone cluster (its own: two 1-core workers on free loopback ports, workers added
 by the host actuator when executors need cores; or `--master` with `--cluster-state` of a cluster started by
@@ -28,8 +28,8 @@ from controllers.multilevel import CapacityTable, table_from_decisions
 from jobs.capacity_table import ARTIFACT, EXPERIMENT, QUERY_TAG, TABLE_TAG, query_identity
 
 # the project's choices for this machine (parameters): levels of 500 ev/s from 500 to 8,000, 20 s each, judged over
-# 10 s periods, the first level held 20 s longer while the run warms up (not judged: WARMUP_S); one 1-core executor
-# fell behind at 2,000 ev/s and two at degree (1, 2, 1, 1) held 9,000 in a first run with steps of 1,000
+# 10 s periods, the first level held 20 s longer while the run warms up (not judged: WARMUP_S); with them one 1-core
+# executor held 5,000 ev/s and two held 7,993 on the 2 x 1-core cluster (docs/multilevel.md, benchmark run 4)
 DEFAULTS = {"start": 500.0, "end": 8000.0, "step": 500.0, "step_s": 20.0}
 WARMUP_S = 20.0
 
@@ -43,7 +43,8 @@ def staircase_workload(path: Path, start: float, end: float, step: float, step_s
                                                        f"{step_s:g} s (phase B of the multi-level seed)",
         "profile": "staircase", "params": {"start": start, "end": end, "step": step, "step_s": step_s,
                                            "hold_s": hold_s},
-        "duration_s": hold_s + levels * step_s, "seed": seed, "keys": {"count": 1000}, "payload_bytes": 32}, sort_keys=False))
+        "duration_s": hold_s + levels * step_s, "seed": seed, "keys": {"count": 1000}, "payload_bytes": 32},
+        sort_keys=False))
     return path
 
 

@@ -2,7 +2,7 @@
 multi-level controller hold the SLO with fewer cores than static degree 2, does the streaming-aware executor
 autoscaler beat Spark's dynamic allocation, and do DS2 and threshold hold the step once they know the slots?
 
-    python -m benchmarks.multilevel_goals --parent-run-id ID [--parent-run-id ID ...] [--record docs/multilevel/runs.csv]
+    python -m benchmarks.multilevel_goals --parent-run-id ID [...] [--record docs/multilevel/runs.csv]
 
 Per workload, each configuration as mean [95 % bootstrap interval] over its seeds: SLO attainment, cores held
 (executor-core-seconds: what a cluster bills), tasks run (slot-seconds), the ratio of cores held to static degree
