@@ -130,30 +130,31 @@ def table_from_decisions(records: Iterable[Mapping[str, Any]], operators: Sequen
                          thresholds: Mapping[str, Any] | None = None) -> CapacityTable:
     """The capacity table of a `multilevel-benchmark` run from its decision log (decisions.jsonl as dicts): each
     configuration judged healthy at a period's end, with the highest rate it was healthy at, in the order the
-    benchmark reached them (cheapest first: it only ever adds capacity); a configuration's level and delay are those
-    of the addition that made it."""
+    benchmark reached them (cheapest first: it only ever adds capacity). A row's level and delay are those of the
+    additions that led to it from the row before — the dearest level among them (executors over partitions) and the
+    longest provisioning delay — since a controller moving between the two rows pays them all, also for additions
+    whose own configuration was never judged healthy."""
+    rank = {"partitions": 1, "executors": 2}
     healthy: dict[tuple, float] = {}
     made_by: dict[tuple, tuple[str, float]] = {}
     order: list[tuple] = []
-    last_added: tuple | None = None
+    since_row: list[tuple[str, float]] = []  # additions (level, delay) since the last new row
     for record in records:
         details = record.get("details", {})
         config = (tuple(record["after"].items()), record.get("executors") or 1)  # the operators' order
-        if LEVEL in details:  # an addition: the configuration after it is the level's
-            made_by.setdefault(config, (str(details[LEVEL]), float(details.get(DELAY) or 0.0)))
-            last_added = config
-        elif DELAY in details and last_added is not None:  # the executors an addition asked for registered
-            made_by[last_added] = (made_by[last_added][0], float(details[DELAY]))
+        if LEVEL in details:  # an addition
+            since_row.append((str(details[LEVEL]), float(details.get(DELAY) or 0.0)))
+        elif DELAY in details and since_row:  # the executors the last addition asked for registered
+            since_row[-1] = (since_row[-1][0], float(details[DELAY]))
         if details.get(HEALTHY) == 1:  # a period judged healthy changes nothing: after is what ran
             if config not in healthy:
                 order.append(config)
+                made_by[config] = ((max((lv for lv, _ in since_row), key=lambda lv: rank.get(lv, 0)),
+                                    max(d for _, d in since_row)) if since_row else ("start", 0.0))
+                since_row = []
             healthy[config] = max(healthy.get(config, 0.0), float(details[RATE]))
-    rows = []
-    for key in order:
-        degrees, executors = dict(key[0]), int(key[1])
-        level, delay = made_by.get(key, ("start", 0.0))
-        rows.append({"rate_eps": healthy[key], "degrees": degrees, "executors": executors, "level": level,
-                     "delay_s": delay})
+    rows = [{"rate_eps": healthy[key], "degrees": dict(key[0]), "executors": int(key[1]), "level": made_by[key][0],
+             "delay_s": made_by[key][1]} for key in order]
     return CapacityTable.from_dict({"operators": list(operators), "query": query, "rows": rows,
                                     "thresholds": dict(thresholds or {})}, "the benchmark's capacity table")
 

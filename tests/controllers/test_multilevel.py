@@ -180,3 +180,21 @@ def test_after_an_addition_the_next_period_waits_for_the_backlog_it_left_to_drai
     assert "judging" in batch(5, 1.0, 1500).reason  # drained (<= one trigger's 2,000 arrivals): a period starts
     assert batch(6, 1.0, 1500).details["multilevel.healthy"] == 1
     assert loop.degrees["enrich"] == 2
+
+
+def test_a_row_reached_through_an_unjudged_configuration_carries_the_dearest_level_and_longest_delay_on_the_way():
+    """Run 4 of the benchmark on the cluster: an executor added (12.2 s to register), its configuration never judged
+    healthy (the backlog of those seconds), then partitions: the row after the start row is reached through the
+    executor, so a controller moving to it pays its delay."""
+    ones = {op: 1 for op in OPS}
+    two = {**ones, "enrich": 2}
+    log = [{"after": ones, "executors": 1, "details": {"multilevel.healthy": 1, "multilevel.rate_eps": 5000.0}},
+           {"after": ones, "executors": 2, "details": {"multilevel.healthy": 0, "multilevel.rate_eps": 5256.0,
+                                                       "multilevel.level": "executors"}},
+           {"after": ones, "executors": 2, "details": {"multilevel.delay_s": 12.2}},
+           {"after": two, "executors": 2, "details": {"multilevel.healthy": 0, "multilevel.rate_eps": 6371.0,
+                                                      "multilevel.level": "partitions", "multilevel.delay_s": 0.0}},
+           {"after": two, "executors": 2, "details": {"multilevel.healthy": 1, "multilevel.rate_eps": 7500.0}}]
+    table = table_from_decisions(log, OPS, "topology:default")
+    assert [(r.rate_eps, r.executors, r.level, r.delay_s) for r in table.rows] == [
+        (5000.0, 1, "start", 0.0), (7500.0, 2, "executors", 12.2)]
