@@ -40,6 +40,7 @@ from collections import deque
 
 from controllers.base import Controller, Param, register
 from controllers.common_params import EXECUTOR_BOUNDS, at_most_max_degree
+from controllers.scale_in import ScaleInHold
 from controllers.slots import EXECUTOR_CORES
 from controllers.types import Decision, Snapshot
 from params.declare import SearchRange
@@ -75,8 +76,7 @@ class ExecutorAutoscaler(Controller):
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
         self._window: deque[Snapshot] = deque(maxlen=self.params["window_batches"])
-        self._wanted: deque[tuple[float, int]] = deque()
-        self._below_since: float | None = None
+        self._hold = ScaleInHold(self.params["stabilisation_s"])
         self._executors = self.params["initial_executors"]
 
     def initial_executors(self) -> int | None:
@@ -124,29 +124,22 @@ class ExecutorAutoscaler(Controller):
         wanted, details, why = self.wanted(snapshot)
         wanted = min(p["max_executors"], max(p["min_executors"], wanted))
         t = snapshot.time_s
-        self._wanted.append((t, wanted))
-        while self._wanted and self._wanted[0][0] < t - p["stabilisation_s"]:
-            self._wanted.popleft()
+        self._hold.note(t, wanted)
         current = self._executors
         if t < p["warmup_s"]:
             wanted = current
             why = f"warming up until t={p['warmup_s']:g} s ({why})"
         if wanted > current:
-            self._below_since = None
+            self._hold.reset()
             target, reason = wanted, f"scale-out {current} -> {wanted}: {why}"
         elif wanted == current:
-            self._below_since = None
+            self._hold.reset()
             target, reason = current, f"{current} executor(s) fit: {why}"
         else:
-            if self._below_since is None:
-                self._below_since = t
-            waited = t - self._below_since
-            most = max([n for s, n in self._wanted if s >= self._below_since] + [wanted])
-            if waited >= p["stabilisation_s"] and most < current:
-                self._below_since = None
-                target, reason = most, f"scale-in {current} -> {most} after {waited:.0f} s of fewer wanted: {why}"
+            target, waited = self._hold.lower(wanted, current, t)
+            if target < current:
+                reason = f"scale-in {current} -> {target} after {waited:.0f} s of fewer wanted: {why}"
             else:
-                target = current
                 reason = f"{current} kept: {wanted} wanted for {waited:.0f}/{p['stabilisation_s']:g} s ({why})"
         self._executors = target
         # tasks for the slots the next batch can count on: those registered, and on a scale-in those that remain

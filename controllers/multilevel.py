@@ -46,6 +46,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from controllers.base import ConfigError, Controller, Param, Rule, register
 from controllers.guards import vector_text
+from controllers.scale_in import ScaleInHold
 from controllers.types import Decision, RunContext, Snapshot
 from params.declare import SearchRange
 
@@ -305,8 +306,7 @@ class MultilevelController(Controller):
         self.table: CapacityTable | None = None
         self._row = 0
         self._window: deque[Snapshot] = deque(maxlen=self.params["window_batches"])
-        self._wanted: deque[tuple[float, int]] = deque()
-        self._lower_since: float | None = None
+        self._hold = ScaleInHold(self.params["stabilisation_s"])
 
     def bind(self, context: RunContext) -> None:
         super().bind(context)
@@ -366,31 +366,25 @@ class MultilevelController(Controller):
         wanted = next((i for i, r in enumerate(rows) if r.rate_eps >= need * p["headroom"]), len(rows) - 1)
         comfortable = next((i for i, r in enumerate(rows)
                             if r.rate_eps * p["scale_in_band"] >= need * p["headroom"]), len(rows) - 1)
-        self._wanted.append((t, comfortable))
-        while self._wanted and self._wanted[0][0] < t - p["stabilisation_s"]:
-            self._wanted.popleft()
+        self._hold.note(t, comfortable)
         said = f"need {need:.0f} ev/s (trend {slope:+.0f}/s, lead {lead:.1f} s)"
         details = {"multilevel.need_eps": need, "multilevel.row": current, "predicted.arrival_eps": need}
         if t < p["warmup_s"]:
             wanted = comfortable = current
             said += f", warming up until t={p['warmup_s']:g} s"
         if wanted > current:
-            self._row, self._lower_since = wanted, None
+            self._row = wanted
+            self._hold.reset()
             reason = f"{said}: row {current} -> {wanted} ({rows[wanted].rate_eps:.0f} ev/s, {rows[wanted].level})"
         elif comfortable < current:
-            if self._lower_since is None:
-                self._lower_since = t
-            waited = t - self._lower_since
+            self._row, waited = self._hold.lower(comfortable, current, t)
             if waited >= p["stabilisation_s"]:
-                target = max([i for s, i in self._wanted if s >= self._lower_since] + [comfortable])
-                if target < current:
-                    self._row, self._lower_since = target, None
                 reason = f"{said}: row {current} -> {self._row} after {waited:.0f} s"
             else:
                 reason = f"{said}: row {current} kept; row {comfortable} wanted for {waited:.0f}/" \
                          f"{p['stabilisation_s']:g} s"
         else:
-            self._lower_since = None
+            self._hold.reset()
             reason = f"{said}: row {current} ({rows[current].rate_eps:.0f} ev/s) fits"
         row = rows[self._row]
         degrees = dict(row.degrees)

@@ -23,12 +23,12 @@ Degrees are never raised here; only capped.
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import replace
 from typing import Any, Mapping
 
 from controllers.types import Decision, Snapshot
 from controllers.common_params import EXECUTOR_BOUNDS
+from controllers.scale_in import ScaleInHold
 from params.declare import Param, SearchRange
 
 # managed executors have one core each (jobs.config starts them so): the project's choice, the finest process-level
@@ -66,8 +66,7 @@ class SlotFitter:
         self.scale_in_s = float(params.get("executor_scale_in_s", 0.0))
         self.run_slots = 0  # local[N]: N, known before the run; 0 on a cluster master
         self.live_slots: int | None = None  # executor cores registered at the last batch
-        self._below_since: float | None = None
-        self._wanted: deque[tuple[float, int]] = deque()
+        self._hold = ScaleInHold(self.scale_in_s)
 
     def bind(self, run_slots: int) -> None:
         self.run_slots = run_slots
@@ -100,24 +99,18 @@ class SlotFitter:
     def executor_target(self, wanted_slots: int, current: int, time_s: float) -> tuple[int, str]:
         """The executors for the next batch when the degrees want `wanted_slots`, and why."""
         wanted = min(self.max, max(self.min, math.ceil(wanted_slots / EXECUTOR_CORES)))
-        self._wanted.append((time_s, wanted))
-        while self._wanted and self._wanted[0][0] < time_s - self.scale_in_s:
-            self._wanted.popleft()
+        self._hold.note(time_s, wanted)
         if wanted > current:
-            self._below_since = None
+            self._hold.reset()
             return wanted, f"executors {current} -> {wanted} ({wanted_slots} slots wanted)"
         if wanted == current:
-            self._below_since = None
+            self._hold.reset()
             return current, ""
-        if self._below_since is None:
-            self._below_since = time_s
-        waited = time_s - self._below_since
+        target, waited = self._hold.lower(wanted, current, time_s)
         if waited < self.scale_in_s:
             return current, f"executors {current} kept: {wanted} wanted for {waited:.0f}/{self.scale_in_s:g} s"
-        target = max([n for t, n in self._wanted if t >= self._below_since] + [wanted])
-        if target >= current:
+        if target == current:
             return current, ""
-        self._below_since = None
         return target, f"executors {current} -> {target} ({wanted_slots} slots wanted for {waited:.0f} s)"
 
     def fit(self, decision: Decision, executors: int | None, time_s: float, plan_executors: bool = True) -> Decision:
