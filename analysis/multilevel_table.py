@@ -10,7 +10,10 @@ threshold it adds the cheapest level that still helps (controllers/multilevel.py
 judged healthy, the highest rate it was healthy at, the level that made it and that level's measured provisioning
 delay — is derived from the run's decision log and logged to MLflow as a run of its own (experiment
 `characterisation`, tags `multilevel.table=true` and `multilevel.query`, artifact `multilevel_table.json`, the
-thresholds as params, the benchmark run's id), which `multilevel` finds by id or as `table=latest`.
+thresholds as params, the benchmark run's id), which `multilevel` finds by id or as `table=latest`. The table is also
+registered as a new version of `multilevel-table.<query>` in the MLflow registry, with the alias `current` moved to
+it (`table=@current`; `--alias NAME` moves another, `--alias ''` none). `--register RUN_ID` registers a table run
+logged earlier and moves the alias to it, without benchmarking: how a user pins the table the runs should use.
 """
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ from pathlib import Path
 import yaml
 
 from controllers.multilevel import CapacityTable, table_from_decisions
-from jobs.capacity_table import ARTIFACT, EXPERIMENT, QUERY_TAG, TABLE_TAG, query_identity
+from jobs.capacity_table import (ARTIFACT, DEFAULT_ALIAS, EXPERIMENT, QUERY_TAG, TABLE_TAG, query_identity,
+                                  register, registered_name)
 
 # the project's choices for this machine (parameters): levels of 500 ev/s from 500 to 8,000, 20 s each, judged over
 # 10 s periods, the first level held 20 s longer while the run warms up (not judged: WARMUP_S); with them one 1-core
@@ -65,7 +69,10 @@ def run_benchmark(master: str, workload: Path, controller_params: dict, tracking
     return json.loads(summary.read_text())
 
 
-def log_table(table: CapacityTable, tracking_uri: str, params: dict, source_run: str) -> str:
+def log_table(table: CapacityTable, tracking_uri: str, params: dict, source_run: str,
+              alias: str = DEFAULT_ALIAS) -> str:
+    """The table as a run of `characterisation`, registered for its query with `alias` moved to it ('' : none);
+    returns the table run's id."""
     import mlflow
     from mlflow.tracking import MlflowClient
 
@@ -81,7 +88,8 @@ def log_table(table: CapacityTable, tracking_uri: str, params: dict, source_run:
         for i, row in enumerate(table.rows):
             mlflow.log_metric("row.rate_eps", row.rate_eps, step=i)
             mlflow.log_metric("row.executors", row.executors, step=i)
-        return run.info.run_id
+    register(MlflowClient(tracking_uri), run.info.run_id, table.query, alias)
+    return run.info.run_id
 
 
 def table_text(table: CapacityTable) -> str:
@@ -94,7 +102,7 @@ def table_text(table: CapacityTable) -> str:
 
 def build_table(*, master: str | None, cluster_state: Path | None, start: float, end: float, step: float,
                 step_s: float, period_s: float, health_threshold: float, max_executors: int, query: str | None,
-                seed: int, tracking_uri: str, log=print) -> tuple[str, CapacityTable]:
+                seed: int, tracking_uri: str, alias: str = DEFAULT_ALIAS, log=print) -> tuple[str, CapacityTable]:
     """Phase B end to end: the benchmark's streaming run (on its own 2 x 1-core cluster when no master is given),
     its table from the decision log, logged as a table run; returns (the table run's id, the table)."""
     if start <= 0 or step <= 0 or end < start or step_s < period_s:
@@ -129,7 +137,7 @@ def build_table(*, master: str | None, cluster_state: Path | None, start: float,
                                  {**controller_params, "slo_latency_s": summary.get("slo_latency_s")})
     run_id = log_table(table, tracking_uri,
                        {**controller_params, "start": start, "end": end, "step": step, "step_s": step_s,
-                        "seed": seed, "benchmark_run_id": summary["run_id"]}, summary["run_id"])
+                        "seed": seed, "benchmark_run_id": summary["run_id"]}, summary["run_id"], alias)
     return run_id, table
 
 
@@ -150,21 +158,46 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--query", help="MODULE:FUNCTION or nexmark:qN (default: the benchmark topology)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--tracking-uri", default=None)
+    p.add_argument("--alias", default=DEFAULT_ALIAS,
+                   help=f"registry alias moved to the new table (default {DEFAULT_ALIAS!r}; '' moves none)")
+    p.add_argument("--register", metavar="RUN_ID",
+                   help="do not benchmark: register this table run (of --query) and move --alias to it")
     args = p.parse_args(argv)
+    tracking_uri = args.tracking_uri or default_tracking_uri()
+    if args.register:
+        return _register_existing(args.register, query_identity(args.query, None), args.alias, tracking_uri)
     try:
         run_id, table = build_table(master=args.master, cluster_state=args.cluster_state, start=args.start,
                                     end=args.end, step=args.step, step_s=args.step_s, period_s=args.period,
                                     health_threshold=args.health_threshold, max_executors=args.max_executors,
-                                    query=args.query, seed=args.seed,
-                                    tracking_uri=args.tracking_uri or default_tracking_uri())
+                                    query=args.query, seed=args.seed, tracking_uri=tracking_uri,
+                                    alias=args.alias)
     except ValueError as exc:
         p.error(str(exc))
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(table_text(table))
-    print(f"capacity table logged to MLflow run {run_id} (experiment {EXPERIMENT}); use it with "
-          f"--controller multilevel --param table={run_id} (or table=latest)")
+    use = f"table=@{args.alias}, " if args.alias else ""
+    print(f"capacity table logged to MLflow run {run_id} (experiment {EXPERIMENT}) and registered as "
+          f"{registered_name(table.query)}; use it with --controller multilevel --param {use}table={run_id} "
+          "or table=latest")
+    return 0
+
+
+def _register_existing(run_id: str, identity: str, alias: str, tracking_uri: str) -> int:
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    from controllers.multilevel import TableError
+
+    try:
+        version = register(MlflowClient(tracking_uri), run_id, identity, alias)
+    except (TableError, MlflowException) as exc:
+        print(f"error: cannot register table run {run_id}: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return 2
+    moved = f", alias {alias!r} moved to it" if alias else ""
+    print(f"table run {run_id} registered as {registered_name(identity)} version {version}{moved}")
     return 0
 
 

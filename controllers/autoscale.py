@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from controllers.base import ConfigError, Controller, Param, Rule, register
-from controllers.common_params import INITIAL_DEGREE, INITIAL_DEGREES, MIN_DEGREE, at_most_max_degree, below
+from controllers.common_params import (INITIAL_DEGREE, INITIAL_DEGREES, LEARNED_PREDICTOR_PARAMS, MIN_DEGREE,
+                                      at_most_max_degree, below)
 from params.declare import Choices, SearchRange
 from controllers.forecast import LastValuePredictor, PaperPredictor
 from controllers.forecast_guard import GuardedPredictor
@@ -171,21 +172,7 @@ class AutoscaleController(Controller):
                                          "(naive), or 'registry' (the MLflow model `predictor_model@"
                                          "predictor_alias`, loaded by the run)",
                            choices=("paper", "last-value", "registry")),
-        "predictor_model": Param(str, "load-predictor", "registered model name used when predictor=registry"),
-        "predictor_alias": Param(str, "champion", "registry alias used when predictor=registry"),
-        "predictor_guard": Param(bool, True, "check a learned load predictor (predictor=registry, or any the run "
-                                             "hands over) against the naive last value as the run goes, and use the "
-                                             "naive forecast while the model is worse (controllers.forecast_guard); "
-                                             "never applied to 'paper' or 'last-value'"),
-        "guard_window": Param(int, 5, "latest realised iterations over which the guard compares the model's and "
-                                      "naive's mean absolute errors (project's choice)", 1,
-                              search=SearchRange(2, 10)),
-        "guard_margin": Param(float, 0.0, "how far the model's mean absolute error may exceed naive's, as a fraction "
-                                          "of naive's, before naive is used (0: any worse)", 0.0,
-                              search=SearchRange(0.0, 0.5)),
-        "guard_min_scored": Param(int, 3, "realised iterations the guard needs before it may set the model aside "
-                                          "(project's choice: one bad iteration is noise)", 1,
-                                  search=SearchRange(1, 10)),
+        **LEARNED_PREDICTOR_PARAMS,
         "initial_degree": INITIAL_DEGREE.but(doc="degree of every operator not in initial_degrees (1: ConfMin)"),
         "initial_degrees": INITIAL_DEGREES.but(doc="per-operator first degrees, e.g. {enrich: 3} (ConfExpt)"),
         **EXECUTOR_PARAMS,

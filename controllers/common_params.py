@@ -18,6 +18,25 @@ MIN_DEGREE = Param(int, 1, "never scale an operator below this", minimum=1)
 PARALLEL_SLOTS = Param(int, 0, "tasks that can run at once (executor cores); 0: the run's slots where the job "
                                 "knows them before it starts (local[N]: N; guards only), else the run's max degree",
                        minimum=0)
+# a registered (learned) load predictor and its runtime guard, for every controller that can be steered by one
+# (AUTOSCALE, multilevel): loaded by the run when the controller's `predictor` is 'registry' (jobs/predictors.py)
+LEARNED_PREDICTOR_PARAMS = {
+    "predictor_model": Param(str, "load-predictor", "registered model name used when predictor=registry"),
+    "predictor_alias": Param(str, "champion", "registry alias used when predictor=registry"),
+    "predictor_guard": Param(bool, True, "check a learned load predictor (predictor=registry, or any the run "
+                                         "hands over) against the naive last value as the run goes, and use the "
+                                         "naive forecast while the model is worse (controllers.forecast_guard); "
+                                         "never applied to 'paper' or 'last-value'"),
+    "guard_window": Param(int, 5, "latest realised iterations over which the guard compares the model's and "
+                                  "naive's mean absolute errors (project's choice)", 1,
+                          search=SearchRange(2, 10)),
+    "guard_margin": Param(float, 0.0, "how far the model's mean absolute error may exceed naive's, as a fraction "
+                                      "of naive's, before naive is used (0: any worse)", 0.0,
+                          search=SearchRange(0.0, 0.5)),
+    "guard_min_scored": Param(int, 3, "realised iterations the guard needs before it may set the model aside "
+                                      "(project's choice: one bad iteration is noise)", 1,
+                              search=SearchRange(1, 10)),
+}
 COOLDOWN_S = Param(float, 10.0, "seconds after an action during which no other action is taken", minimum=0.0,
                    search=SearchRange(0.0, 60.0))
 

@@ -29,9 +29,12 @@ cheapest first, and the topology it was measured on; `table_from_decisions` deri
 decision log, so it is reproducible from the run's record alone.
 
 Phase C, `multilevel`. At run time it reads a table (RunContext.capacity_table; the job resolves the `table`
-parameter: an MLflow run id, `latest`, or a JSON file), estimates the rate it must sustain — the last batch's
-arrival rate plus the backlog drained within `catch_up_s`, led by the rate's trend over `window_batches` for the
-provisioning delay of the row it would move to — and takes the cheapest row whose rate covers it with `headroom`.
+parameter: an MLflow run id, `latest`, a registry alias `@ALIAS`, or a JSON file), estimates the rate it must
+sustain — the last batch's arrival rate plus the backlog drained within `catch_up_s`, led by the rate's trend over
+`window_batches` for the provisioning delay of the row it would move to — and takes the cheapest row whose rate
+covers it with `headroom`. With `predictor=registry` the rate is foreseen by the registered load predictor instead of
+the trend (the seed's controller steered by a predicted rate): the mean rate it forecasts over the next `period_s`,
+when above the last batch's, guarded against the naive last value as AUTOSCALE's is (controllers.forecast_guard).
 Scale-out at once; scale-in (on which the paper is silent: the project's choice) only to a row whose rate covers the
 need with `scale_in_band` to spare, after that has held for `stabilisation_s`, and then to the most demanding row
 wanted meanwhile. Nothing moves before `warmup_s`: the run's first batches are slow while executors warm up, and
@@ -45,6 +48,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from controllers.base import ConfigError, Controller, Param, Rule, register
+from controllers.common_params import LEARNED_PREDICTOR_PARAMS
+from controllers.forecast import LastValuePredictor, PaperPredictor
+from controllers.forecast_guard import GuardedPredictor
 from controllers.guards import vector_text
 from controllers.scale_in import ScaleInHold
 from controllers.types import Decision, RunContext, Snapshot
@@ -287,7 +293,8 @@ class MultilevelController(Controller):
     summary = "phase C of the multi-level seed: move between the rows of a benchmark's capacity table"
     PARAMS = {
         "table": Param(str, "latest", "the capacity table: an MLflow run id of analysis.multilevel_table, "
-                                      "'latest' (the newest for this query), or a JSON file"),
+                                      "'latest' (the newest for this query), '@ALIAS' (a registry alias of this "
+                                      "query's registered table, e.g. @current), or a JSON file"),
         "headroom": Param(float, 1.1, "a row is taken when its rate >= the needed rate x headroom", 1.0,
                           search=SearchRange(1.0, 1.5)),
         "scale_in_band": Param(float, 0.8, "scale in only to a row whose rate x this >= the needed rate x headroom",
@@ -299,7 +306,18 @@ class MultilevelController(Controller):
         "window_batches": Param(int, 3, "batches over which the rate's trend is read", 2, search=SearchRange(2, 10)),
         "warmup_s": Param(float, 10.0, "stay on the first row before this (the run's start-up transient; project's "
                                        "choice)", 0.0, search=SearchRange(0.0, 30.0)),
+        "predictor": Param(str, "trend", "how the rate to sustain is foreseen: 'trend' (the last batch's rate, its "
+                                         "rising trend led by the next row's provisioning delay) or 'registry' (the "
+                                         "MLflow load predictor `predictor_model@predictor_alias`: its mean rate "
+                                         "over the next period_s, when above the last batch's)",
+                           choices=("trend", "registry")),
+        "period_s": Param(float, 10.0, "with predictor=registry: how far ahead the predictor forecasts (whole "
+                                       "triggers; the model must have been trained for this horizon)", 0.001,
+                          open_minimum=True),
+        # not searched here: with the default predictor (trend) they change nothing
+        **{name: param.but(search=None) for name, param in LEARNED_PREDICTOR_PARAMS.items()},
     }
+    HISTORY_BATCHES = 120  # sub-intervals kept for a learned predictor: any model's lags, and its guard's periods
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
@@ -307,6 +325,16 @@ class MultilevelController(Controller):
         self._row = 0
         self._window: deque[Snapshot] = deque(maxlen=self.params["window_batches"])
         self._hold = ScaleInHold(self.params["stabilisation_s"])
+        self.predictor: Any = None  # a learned predictor handed over by the run (predictor=registry)
+        self.predictor_note = ("registry predictor not loaded; the trend is used"
+                               if self.params["predictor"] == "registry" else "")
+        self._series: deque[tuple[float, float, float]] = deque(maxlen=self.HISTORY_BATCHES)
+        self._trigger_s = 1.0
+
+    def check_run(self, context: RunContext) -> None:
+        if self.params["predictor"] == "registry" and self.params["period_s"] < context.trigger_s:
+            raise ConfigError(f"controller {self.name!r}: period_s ({self.params['period_s']}) is shorter than the "
+                              f"trigger interval ({context.trigger_s}); the predictor forecasts whole micro-batches")
 
     def bind(self, context: RunContext) -> None:
         super().bind(context)
@@ -322,6 +350,24 @@ class MultilevelController(Controller):
             raise ConfigError(f"controller {self.name!r}: parameter 'table': a row has degree "
                               f"{max(too_high[0].degrees.values())} > max_degree {self.max_degree}")
         self.table = table
+        self._trigger_s = context.trigger_s
+        self._bind_predictor(context)
+
+    def _bind_predictor(self, context: RunContext) -> None:
+        """A learned predictor the run loaded is used, guarded unless predictor_guard is off. A registry without the
+        model hands over the paper's OLS as a fallback (for AUTOSCALE): multilevel keeps its trend then, and says so."""
+        if self.params["predictor"] != "registry" or context.predictor is None:
+            return
+        if isinstance(context.predictor, (PaperPredictor, LastValuePredictor)):
+            self.predictor_note = f"{context.predictor_warning or 'no learned predictor'}; the trend is used"
+            return
+        p = self.params
+        self.predictor = (GuardedPredictor(context.predictor, p["guard_window"], p["guard_margin"],
+                                           p["guard_min_scored"]) if p["predictor_guard"] else context.predictor)
+        self.predictor_note = context.predictor_warning
+
+    def run_tags(self) -> dict[str, str]:
+        return {"predictor": self.predictor.name if self.predictor is not None else "trend"}
 
     def run_params(self) -> dict[str, Any]:
         if self.table is None:
@@ -345,14 +391,23 @@ class MultilevelController(Controller):
 
     def need(self, snapshot: Snapshot, lead_s: float) -> tuple[float, float]:
         """(events/s to sustain, the trend in events/s per second): the last batch's arrival rate, the backlog
-        drained within catch_up_s, and the rising trend over the window carried `lead_s` ahead."""
+        drained within catch_up_s, and the rising trend over the window carried `lead_s` ahead — or, with a learned
+        predictor, its forecast mean rate over the next period_s where that is higher than the last rate."""
         window = list(self._window)
         rates = [s.arrivals / s.interval_s for s in window if s.interval_s > 0]
         rate = rates[-1] if rates else 0.0
         slope = 0.0
         if len(rates) >= 2 and window[-1].time_s > window[0].time_s:
             slope = (rates[-1] - rates[0]) / (window[-1].time_s - window[0].time_s)
-        return rate + snapshot.backlog / self.params["catch_up_s"] + max(0.0, slope) * lead_s, slope
+        drain = snapshot.backlog / self.params["catch_up_s"]
+        if snapshot.interval_s > 0:
+            self._series.append((snapshot.time_s, float(snapshot.arrivals), snapshot.interval_s))
+        if self.predictor is None or not self._series:
+            return rate + drain + max(0.0, slope) * lead_s, slope
+        period = self.params["period_s"]
+        times, counts, intervals = (list(column) for column in zip(*self._series))
+        forecast = self.predictor.forecast(times, counts, intervals, period, max(1, round(period / self._trigger_s)))
+        return max(rate, forecast.arrivals / period) + drain, forecast.trend
 
     def decide(self, snapshot: Snapshot) -> Decision:
         p = self.params
@@ -367,8 +422,16 @@ class MultilevelController(Controller):
         comfortable = next((i for i, r in enumerate(rows)
                             if r.rate_eps * p["scale_in_band"] >= need * p["headroom"]), len(rows) - 1)
         self._hold.note(t, comfortable)
-        said = f"need {need:.0f} ev/s (trend {slope:+.0f}/s, lead {lead:.1f} s)"
+        if self.predictor is None:
+            said = f"need {need:.0f} ev/s (trend {slope:+.0f}/s, lead {lead:.1f} s)"
+        else:
+            using = f", using {self.predictor.using}" if isinstance(self.predictor, GuardedPredictor) else ""
+            said = f"need {need:.0f} ev/s (predictor {self.predictor.name}{using}, forecast trend {slope:+.0f})"
+        if self.predictor_note:
+            said += f" [{self.predictor_note}]"
         details = {"multilevel.need_eps": need, "multilevel.row": current, "predicted.arrival_eps": need}
+        if isinstance(self.predictor, GuardedPredictor):
+            details.update({f"guard_{key}": value for key, value in self.predictor.state().items()})
         if t < p["warmup_s"]:
             wanted = comfortable = current
             said += f", warming up until t={p['warmup_s']:g} s"

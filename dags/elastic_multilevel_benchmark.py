@@ -8,7 +8,8 @@ p95 latency within the SLO) falls below `health_threshold`: partitions within th
 more executor (and a worker, when `cluster_state` names the cluster's state folder so the host level can add one).
 The table — per configuration judged healthy, the highest rate it held, the level that made it and that level's
 measured provisioning delay — is logged as a run of experiment `characterisation`; the task's "MLflow run" link
-opens it. Run `multilevel` with `table=<that run id>` or `table=latest` (the experiment DAG's `controllers`).
+opens it; it is registered as a new version of `multilevel-table.<query>` with the alias `current` moved to it. Run
+`multilevel` with `table=@current`, `table=<that run id>` or `table=latest` (the experiment DAG's `controllers`).
 
 The benchmark shares the streaming pool: two streaming runs at once spoil each other's numbers.
 """

@@ -1,10 +1,17 @@
 """The multi-level controller's capacity table, found where the user points (`table=`): a JSON file, an MLflow run
-of `analysis.multilevel_table` by id, or `latest` — the newest finished table run for the run's query in the
-`characterisation` experiment. Read and checked before Spark starts, so a table from another topology or query, an
-empty one or one that is not there is a one-line error naming it, not a controller failing mid-stream."""
+of `analysis.multilevel_table` by id, `latest` — the newest finished table run for the run's query in the
+`characterisation` experiment — or `@ALIAS`, a registry alias of the table registered for the run's query. Read and
+checked before Spark starts, so a table from another topology or query, an empty one or one that is not there is a
+one-line error naming it, not a controller failing mid-stream.
+
+Why a registry as well as `latest`: `latest` moves whenever anyone benchmarks (a half-loaded machine's table
+included); an alias moves only when someone moves it (the benchmark moves `current` when it logs a table, a user can
+pin another version in the MLflow UI or with `analysis.multilevel_table --register RUN_ID`), and every version keeps
+the table run it came from, as the project's controller configurations and load predictors are kept."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from controllers.multilevel import CapacityTable, TableError
@@ -13,6 +20,8 @@ EXPERIMENT = "characterisation"
 ARTIFACT = "multilevel_table.json"
 TABLE_TAG = "multilevel.table"
 QUERY_TAG = "multilevel.query"
+REGISTERED_PREFIX = "multilevel-table"
+DEFAULT_ALIAS = "current"  # the project's choice: the alias the benchmark moves to the table it has just logged
 
 
 class TableNotFound(LookupError):
@@ -22,6 +31,37 @@ class TableNotFound(LookupError):
 def query_identity(query: str | None, topology: str | None) -> str:
     """What a table's rates hold for: the --query as given, else the benchmark topology by name."""
     return query if query is not None else f"topology:{topology or 'default'}"
+
+
+def registered_name(identity: str) -> str:
+    """The registered model that holds the tables of one query: `multilevel-table.topology-default`,
+    `multilevel-table.nexmark-q5` (MLflow's names keep to letters, digits, '.', '_' and '-')."""
+    return f"{REGISTERED_PREFIX}.{re.sub(r'[^A-Za-z0-9_.-]+', '-', identity).strip('-')}"
+
+
+def register(client, run_id: str, identity: str, alias: str = DEFAULT_ALIAS) -> str:
+    """A new version of the query's registered table, pointing at table run `run_id`, and `alias` moved to it;
+    returns the version. Refuses a run that is not a table run or holds another query's table."""
+    from mlflow.exceptions import MlflowException
+
+    run = client.get_run(run_id)
+    if run.data.tags.get(TABLE_TAG) != "true":
+        raise TableError(f"run {run_id} is not a capacity table run (tag {TABLE_TAG} missing)")
+    if run.data.tags.get(QUERY_TAG) != identity:
+        raise TableError(f"run {run_id} holds the table of query {run.data.tags.get(QUERY_TAG)!r}, not {identity!r}")
+    name = registered_name(identity)
+    try:
+        client.create_registered_model(name, tags={QUERY_TAG: identity}, description=(
+            f"Capacity tables of query {identity!r} (analysis.multilevel_table). The multilevel controller reads "
+            f"the version an alias marks: --param table=@{DEFAULT_ALIAS}."))
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+    version = client.create_model_version(name, f"{run.info.artifact_uri}", run_id=run_id,
+                                          tags={QUERY_TAG: identity, "table_run_id": run_id})
+    if alias:
+        client.set_registered_model_alias(name, alias, version.version)
+    return str(version.version)
 
 
 def resolve(reference: str, identity: str, operators: tuple[str, ...], tracking_uri: str) -> CapacityTable:
@@ -48,7 +88,9 @@ def _from_mlflow(reference: str, identity: str, tracking_uri: str) -> tuple[dict
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri)
-    if reference == "latest":
+    if reference.startswith("@"):
+        run_id = _by_alias(client, reference[1:], identity, tracking_uri)
+    elif reference == "latest":
         experiment = client.get_experiment_by_name(EXPERIMENT)
         runs = [] if experiment is None else client.search_runs(
             [experiment.experiment_id],
@@ -68,3 +110,16 @@ def _from_mlflow(reference: str, identity: str, tracking_uri: str) -> tuple[dict
         raise TableError(f"run {run_id} is not a capacity table run (tag {TABLE_TAG} missing)")
     local = client.download_artifacts(run_id, ARTIFACT)
     return json.loads(Path(local).read_text()), f"table run {run_id}"
+
+
+def _by_alias(client, alias: str, identity: str, tracking_uri: str) -> str:
+    """The table run behind `alias` of the query's registered table."""
+    from mlflow.exceptions import MlflowException
+
+    name = registered_name(identity)
+    try:
+        version = client.get_model_version_by_alias(name, alias)
+    except MlflowException:
+        raise TableNotFound(f"no version of registered table {name!r} has alias {alias!r} in {tracking_uri}: "
+                            f"python -m analysis.multilevel_table registers one (or --register RUN_ID)") from None
+    return version.run_id

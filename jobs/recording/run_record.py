@@ -39,7 +39,9 @@ def open_run(config: RunConfig, controller: Controller, log: Callable[[str], Non
     spec = config.spec
     run_name = config.run_name or f"{config.controller}-{config.workload_label()}-seed{spec.seed}"
     tracking_uri = config.tracking_uri or default_tracking_uri()
-    predictor_tags = config.predictor.tags if config.predictor is not None else controller.run_tags()
+    # what the run loaded (model, version, a fallback's warning), then what the controller made of it: the name of
+    # the predictor it forecasts with (AUTOSCALE: the guarded model; multilevel: its trend when the registry failed)
+    predictor_tags = {**(config.predictor.tags if config.predictor is not None else {}), **controller.run_tags()}
     placed = f"+{config.placement_label()}" if config.placement else ""  # a placement controller makes another config
     recorder = RunRecorder(
         tracking_uri, config.experiment, run_name,

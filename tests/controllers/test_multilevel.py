@@ -198,3 +198,56 @@ def test_a_row_reached_through_an_unjudged_configuration_carries_the_dearest_lev
     table = table_from_decisions(log, OPS, "topology:default")
     assert [(r.rate_eps, r.executors, r.level, r.delay_s) for r in table.rows] == [
         (5000.0, 1, "start", 0.0), (7500.0, 2, "executors", 12.2)]
+
+
+def _learned(ratio):
+    """A learned predictor that always forecasts `ratio` x the recent level (features are scale-free)."""
+    from controllers.forecast import Horizon, LearnedPredictor
+
+    return LearnedPredictor(lambda rows: [ratio] * len(rows), f"fake-x{ratio:g}", horizon=Horizon(2.0, 5))
+
+
+def _multilevel_with(predictor, **params):
+    c = build_controller("multilevel", {"predictor": "registry", "warmup_s": 0, "headroom": 1.0, **params}, OPS, 8)
+    c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, capacity_table=TABLE, predictor=predictor))
+    return ControlLoop(c)
+
+
+def test_a_learned_predictor_foresees_the_rise_the_trend_cannot_see():
+    """Flat at 1,800 ev/s: the trend sees nothing to lead, a model forecasting 1.5x the level moves to the row
+    that holds 2,700 before the step arrives; a model forecasting less than the last rate is never followed down."""
+    trend = multilevel(headroom=1.0, warmup_s=0)
+    rising = _multilevel_with(_learned(1.5), predictor_guard=False)
+    falling = _multilevel_with(_learned(0.3), predictor_guard=False)
+    for i in range(1, 12):  # 11 batches: the model's 10 lags of history, then its forecast
+        for loop in (trend, rising, falling):
+            loop.step(at(i, 1800))
+    assert trend.executors == 1 and falling.executors == 1
+    assert rising.executors == 2 and "predictor fake-x1.5" in rising.log[-1].reason
+    assert rising.controller.run_tags() == {"predictor": "fake-x1.5"}
+
+
+def test_the_guard_sets_a_model_worse_than_the_last_value_aside_and_the_decision_says_so():
+    loop = _multilevel_with(_learned(1.5), guard_window=3, guard_min_scored=2, stabilisation_s=0)
+    for i in range(1, 30):  # the load stays flat: the model's 1.5x is wrong every period, naive is exact
+        loop.step(at(i, 1500))
+        if i == 12:
+            assert loop.executors == 2  # the model's 2,250 ev/s: row 1
+    last = loop.log[-1]
+    assert "using naive" in last.reason and last.details["guard_using"] == "naive"
+    assert last.details["guard_scored"] >= 2 and loop.executors == 1  # back on the row the load needs
+
+
+def test_without_a_registered_model_the_trend_is_used_and_the_reason_says_why():
+    from controllers.forecast import PaperPredictor
+
+    c = build_controller("multilevel", {"predictor": "registry", "warmup_s": 0}, OPS, 8)
+    c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, capacity_table=TABLE, predictor=PaperPredictor(),
+                      predictor_warning="load predictor 'load-predictor' is not a registered model"))
+    loop = ControlLoop(c)
+    loop.step(at(1, 1500))
+    assert "is not a registered model; the trend is used" in loop.log[-1].reason
+    assert c.run_tags() == {"predictor": "trend"}
+    with pytest.raises(ConfigError, match="period_s .1.0. is shorter than the trigger interval .2.0."):
+        build_controller("multilevel", {"predictor": "registry", "period_s": 1.0}, OPS, 8).check_run(
+            RunContext(trigger_s=2.0, slo_latency_s=5.0))

@@ -59,3 +59,56 @@ def test_the_benchmark_staircase_rises_level_by_level(tmp_path):
     path = staircase_workload(tmp_path / "s.yaml", 1000, 3000, 1000, 10, seed=1, hold_s=5)
     schedule = Schedule(load_workload(str(path)))
     assert schedule.total_events == 1000 * 15 + 2000 * 10 + 3000 * 10  # the first level held 5 s longer
+
+
+def test_a_logged_table_is_registered_and_found_by_its_alias_which_only_moves_when_asked(new_tracking_uri, capsys):
+    from mlflow.tracking import MlflowClient
+
+    from analysis.multilevel_table import main
+    from jobs.capacity_table import registered_name
+
+    tracking_uri = new_tracking_uri()  # a store of its own: the version numbers below count from 1
+    mlflow_client = MlflowClient(tracking_uri)
+    first = log_table(table(3000), tracking_uri, {"period_s": 10}, "benchmark-run-1")
+    assert resolve("@current", QUERY, OPS, tracking_uri).rows[0].rate_eps == 3000
+    log_table(table(4000), tracking_uri, {"period_s": 10}, "benchmark-run-2", alias="")  # registered, alias stays
+    assert resolve("@current", QUERY, OPS, tracking_uri).rows[0].rate_eps == 3000
+    assert resolve("latest", QUERY, OPS, tracking_uri).rows[0].rate_eps == 4000
+    name = registered_name(QUERY)
+    assert name == "multilevel-table.topology-default"
+    assert {str(v.version): v.run_id for v in mlflow_client.search_model_versions(f"name='{name}'")}["1"] == first
+    # a user pins a table by hand: the alias moves to a new version of that run, and runs read it
+    assert main(["--register", first, "--alias", "pinned", "--tracking-uri", tracking_uri]) == 0
+    assert f"table run {first} registered as {name} version 3, alias 'pinned' moved to it" in capsys.readouterr().out
+    assert resolve("@pinned", QUERY, OPS, tracking_uri).rows[0].rate_eps == 3000
+    with pytest.raises(TableNotFound, match=f"no version of registered table '{name}' has alias 'nonesuch'"):
+        resolve("@nonesuch", QUERY, OPS, tracking_uri)
+    # another query's alias is not this query's: the q5 table is registered under its own name
+    log_table(table(9999, query="nexmark:q5"), tracking_uri, {"period_s": 10}, "benchmark-run-3")
+    assert resolve("@current", QUERY, OPS, tracking_uri).rows[0].rate_eps == 3000
+    with pytest.raises(TableNotFound, match="'multilevel-table.nexmark-q1' has alias 'current'"):
+        resolve("@current", "nexmark:q1", OPS, tracking_uri)
+    # registering a run that is not this query's table is refused with one line, exit 2
+    assert main(["--register", first, "--query", "nexmark:q5", "--tracking-uri", tracking_uri]) == 2
+    assert "holds the table of query 'topology:default', not 'nexmark:q5'" in capsys.readouterr().err
+
+
+def test_without_a_registered_predictor_multilevel_keeps_its_trend_and_records_it(new_tracking_uri):
+    """What a run of `--controller multilevel --param table=@current --param predictor=registry` binds when the
+    registry has no load predictor: the table behind the alias, and the trend recorded as its predictor, not the OLS
+    the registry hands over for AUTOSCALE (the run's own checks need a cluster master; tests/jobs/
+    test_standalone_cluster.py runs multilevel on one)."""
+    import controllers
+    from jobs.predictors import load_registered_predictor
+
+    tracking_uri = new_tracking_uri()
+    log_table(table(3000), tracking_uri, {"period_s": 10}, "benchmark-run-1")
+    loaded = load_registered_predictor(tracking_uri, "load-predictor", "champion")
+    assert "is not a registered model" in loaded.warning
+    controller = controllers.build_controller("multilevel", {"table": "@current", "predictor": "registry"}, OPS, 8)
+    controller.bind(controllers.RunContext(trigger_s=2.0, slo_latency_s=5.0, predictor=loaded.predictor,
+                                           predictor_warning=loaded.warning,
+                                           capacity_table=resolve("@current", QUERY, OPS, tracking_uri)))
+    assert controller.table.rows[0].rate_eps == 3000
+    assert {**loaded.tags, **controller.run_tags()}["predictor"] == "trend"  # as jobs.recording.run_record merges
+    assert "; the trend is used" in controller.predictor_note
