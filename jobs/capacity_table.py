@@ -57,7 +57,7 @@ def register(client, run_id: str, identity: str, alias: str = DEFAULT_ALIAS) -> 
     except MlflowException as exc:
         if exc.error_code != "RESOURCE_ALREADY_EXISTS":
             raise
-    version = client.create_model_version(name, f"{run.info.artifact_uri}", run_id=run_id,
+    version = client.create_model_version(name, run.info.artifact_uri, run_id=run_id,
                                           tags={QUERY_TAG: identity, "table_run_id": run_id})
     if alias:
         client.set_registered_model_alias(name, alias, version.version)
@@ -88,8 +88,9 @@ def _from_mlflow(reference: str, identity: str, tracking_uri: str) -> tuple[dict
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri)
+    where = None
     if reference.startswith("@"):
-        run_id = _by_alias(client, reference[1:], identity, tracking_uri)
+        run_id, where = _by_alias(client, reference[1:], identity, tracking_uri)
     elif reference == "latest":
         experiment = client.get_experiment_by_name(EXPERIMENT)
         runs = [] if experiment is None else client.search_runs(
@@ -109,11 +110,11 @@ def _from_mlflow(reference: str, identity: str, tracking_uri: str) -> tuple[dict
     if run.data.tags.get(TABLE_TAG) != "true":
         raise TableError(f"run {run_id} is not a capacity table run (tag {TABLE_TAG} missing)")
     local = client.download_artifacts(run_id, ARTIFACT)
-    return json.loads(Path(local).read_text()), f"table run {run_id}"
+    return json.loads(Path(local).read_text()), where or f"table run {run_id}"
 
 
-def _by_alias(client, alias: str, identity: str, tracking_uri: str) -> str:
-    """The table run behind `alias` of the query's registered table."""
+def _by_alias(client, alias: str, identity: str, tracking_uri: str) -> tuple[str, str]:
+    """The table run behind `alias` of the query's registered table, and how to name it in a message."""
     from mlflow.exceptions import MlflowException
 
     name = registered_name(identity)
@@ -122,4 +123,4 @@ def _by_alias(client, alias: str, identity: str, tracking_uri: str) -> str:
     except MlflowException:
         raise TableNotFound(f"no version of registered table {name!r} has alias {alias!r} in {tracking_uri}: "
                             f"python -m analysis.multilevel_table registers one (or --register RUN_ID)") from None
-    return version.run_id
+    return version.run_id, f"table run {version.run_id} ({name}@{alias}, version {version.version})"

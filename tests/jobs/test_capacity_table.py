@@ -80,7 +80,8 @@ def test_a_logged_table_is_registered_and_found_by_its_alias_which_only_moves_wh
     # a user pins a table by hand: the alias moves to a new version of that run, and runs read it
     assert main(["--register", first, "--alias", "pinned", "--tracking-uri", tracking_uri]) == 0
     assert f"table run {first} registered as {name} version 3, alias 'pinned' moved to it" in capsys.readouterr().out
-    assert resolve("@pinned", QUERY, OPS, tracking_uri).rows[0].rate_eps == 3000
+    pinned = resolve("@pinned", QUERY, OPS, tracking_uri)
+    assert pinned.rows[0].rate_eps == 3000 and pinned.source == f"table run {first} ({name}@pinned, version 3)"
     with pytest.raises(TableNotFound, match=f"no version of registered table '{name}' has alias 'nonesuch'"):
         resolve("@nonesuch", QUERY, OPS, tracking_uri)
     # another query's alias is not this query's: the q5 table is registered under its own name
