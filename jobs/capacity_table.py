@@ -28,9 +28,14 @@ class TableNotFound(LookupError):
     pass
 
 
-def query_identity(query: str | None, topology: str | None) -> str:
-    """What a table's rates hold for: the --query as given, else the benchmark topology by name."""
-    return query if query is not None else f"topology:{topology or 'default'}"
+def query_identity(query: str | None, topology: str | None, payload_format: str = "binary") -> str:
+    """What a table's rates hold for: the --query as given, else the benchmark topology by name and, when it is not
+    the generator's own (`binary`), the event format its operators parse (the workload family: a trace replayed as
+    Google task-event CSV lines costs parse more per event than the generated records a table is measured on)."""
+    if query is not None:
+        return query
+    identity = f"topology:{topology or 'default'}"
+    return identity if payload_format == "binary" else f"{identity}+{payload_format}"
 
 
 def registered_name(identity: str) -> str:

@@ -113,3 +113,15 @@ def test_without_a_registered_predictor_multilevel_keeps_its_trend_and_records_i
     assert controller.table.rows[0].rate_eps == 3000
     assert {**loaded.tags, **controller.run_tags()}["predictor"] == "trend"  # as jobs.recording.run_record merges
     assert "; the trend is used" in controller.predictor_note
+
+
+def test_a_table_measured_on_generated_events_is_not_taken_for_a_trace_of_another_event_format(tracking_uri):
+    """The workload family: the benchmark measures on the generator's records; a run replaying Google task events
+    parses CSV lines, so its query identity differs and no table is found for it, by `latest` or by alias."""
+    family = query_identity(None, "default", "google_task_events_csv")
+    assert family == "topology:default+google_task_events_csv" and query_identity(None, "default", "binary") == QUERY
+    log_table(table(3000), tracking_uri, {"period_s": 10}, "benchmark-run-generated")
+    with pytest.raises(TableNotFound, match="no capacity table for query 'topology:default\\+google_task_events_csv'"):
+        resolve("latest", family, OPS, tracking_uri)
+    with pytest.raises(TableNotFound, match="'multilevel-table.topology-default-google_task_events_csv' has alias"):
+        resolve("@current", family, OPS, tracking_uri)
