@@ -13,7 +13,8 @@ delay — is derived from the run's decision log and logged to MLflow as a run o
 thresholds as params, the benchmark run's id), which `multilevel` finds by id or as `table=latest`. The table is also
 registered as a new version of `multilevel-table.<query>` in the MLflow registry, with the alias `current` moved to
 it (`table=@current`; `--alias NAME` moves another, `--alias ''` none). `--register RUN_ID` registers a table run
-logged earlier and moves the alias to it, without benchmarking: how a user pins the table the runs should use.
+logged earlier and moves the alias to it, without benchmarking: how a user pins the table the runs should use;
+`--list` shows the registered tables of a query, newest first, with their aliases and rows.
 """
 from __future__ import annotations
 
@@ -162,8 +163,12 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"registry alias moved to the new table (default {DEFAULT_ALIAS!r}; '' moves none)")
     p.add_argument("--register", metavar="RUN_ID",
                    help="do not benchmark: register this table run (of --query) and move --alias to it")
+    p.add_argument("--list", action="store_true",
+                   help="do not benchmark: list the registered tables of --query, newest first, with their aliases")
     args = p.parse_args(argv)
     tracking_uri = args.tracking_uri or default_tracking_uri()
+    if args.list:
+        return _list_registered(query_identity(args.query, None), tracking_uri)
     if args.register:
         return _register_existing(args.register, query_identity(args.query, None), args.alias, tracking_uri)
     try:
@@ -182,6 +187,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"capacity table logged to MLflow run {run_id} (experiment {EXPERIMENT}) and registered as "
           f"{registered_name(table.query)}; use it with --controller multilevel --param {use}table={run_id} "
           "or table=latest")
+    return 0
+
+
+def _list_registered(identity: str, tracking_uri: str) -> int:
+    from jobs.capacity_table import registered_versions
+
+    versions = registered_versions(identity, tracking_uri)
+    if not versions:
+        print(f"no registered table for query {identity!r} ({registered_name(identity)}) at {tracking_uri}: "
+              "python -m analysis.multilevel_table makes one", file=sys.stderr)
+        return 1
+    for version, aliases, run_id, table in versions:
+        marks = " ".join(f"@{a}" for a in sorted(aliases))
+        print(f"{registered_name(identity)} version {version}{' ' + marks if marks else ''} (table run {run_id})")
+        print(table_text(table) + "\n")
     return 0
 
 

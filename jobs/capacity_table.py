@@ -118,6 +118,20 @@ def _from_mlflow(reference: str, identity: str, tracking_uri: str) -> tuple[dict
     return json.loads(Path(local).read_text()), where or f"table run {run_id}"
 
 
+def registered_versions(identity: str, tracking_uri: str) -> list[tuple[str, list[str], str, CapacityTable]]:
+    """Every registered table of the query, newest first: (version, its aliases, its table run, the table)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    name = registered_name(identity)
+    out = []
+    for v in sorted(client.search_model_versions(f"name='{name}'"), key=lambda v: int(v.version), reverse=True):
+        data, where = _from_mlflow(v.run_id, identity, tracking_uri)
+        aliases = list(client.get_model_version(name, v.version).aliases)
+        out.append((str(v.version), aliases, v.run_id, CapacityTable.from_dict(data, where)))
+    return out
+
+
 def _by_alias(client, alias: str, identity: str, tracking_uri: str) -> tuple[str, str]:
     """The table run behind `alias` of the query's registered table, and how to name it in a message."""
     from mlflow.exceptions import MlflowException

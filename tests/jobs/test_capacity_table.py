@@ -82,6 +82,13 @@ def test_a_logged_table_is_registered_and_found_by_its_alias_which_only_moves_wh
     assert f"table run {first} registered as {name} version 3, alias 'pinned' moved to it" in capsys.readouterr().out
     pinned = resolve("@pinned", QUERY, OPS, tracking_uri)
     assert pinned.rows[0].rate_eps == 3000 and pinned.source == f"table run {first} ({name}@pinned, version 3)"
+    assert main(["--list", "--tracking-uri", tracking_uri]) == 0
+    listed = capsys.readouterr().out
+    assert listed.index(f"{name} version 3 @pinned (table run {first})") < listed.index(f"{name} version 2 (table") \
+        < listed.index(f"{name} version 1 @current (table run {first})")
+    assert listed.count("      3000         1") == 2 and "      4000         1" in listed
+    assert main(["--list", "--query", "nexmark:q3", "--tracking-uri", tracking_uri]) == 1
+    assert "no registered table for query 'nexmark:q3'" in capsys.readouterr().err
     with pytest.raises(TableNotFound, match=f"no version of registered table '{name}' has alias 'nonesuch'"):
         resolve("@nonesuch", QUERY, OPS, tracking_uri)
     # another query's alias is not this query's: the q5 table is registered under its own name
