@@ -34,7 +34,8 @@ sustain — the last batch's arrival rate plus the backlog drained within `catch
 `window_batches` for the provisioning delay of the row it would move to — and takes the cheapest row whose rate
 covers it with `headroom`. With `predictor=registry` the rate is foreseen by the registered load predictor instead of
 the trend (the seed's controller steered by a predicted rate): the mean rate it forecasts over the next `period_s`,
-when above the last batch's, guarded against the naive last value as AUTOSCALE's is (controllers.forecast_guard).
+when above the last batch's; guarded as AUTOSCALE's is (controllers.forecast_guard): while the model does worse than
+the naive last value it is set aside for the trend.
 Scale-out at once; scale-in (on which the paper is silent: the project's choice) only to a row whose rate covers the
 need with `scale_in_band` to spare, after that has held for `stabilisation_s`, and then to the most demanding row
 wanted meanwhile. Nothing moves before `warmup_s`: the run's first batches are slow while executors warm up, and
@@ -50,7 +51,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from controllers.base import ConfigError, Controller, Param, Rule, register
 from controllers.common_params import LEARNED_PREDICTOR_PARAMS
 from controllers.forecast import LastValuePredictor, PaperPredictor
-from controllers.forecast_guard import GuardedPredictor
+from controllers.forecast_guard import NAIVE, GuardedPredictor
 from controllers.guards import vector_text
 from controllers.scale_in import ScaleInHold
 from controllers.types import Decision, RunContext, Snapshot
@@ -400,14 +401,22 @@ class MultilevelController(Controller):
         if len(rates) >= 2 and window[-1].time_s > window[0].time_s:
             slope = (rates[-1] - rates[0]) / (window[-1].time_s - window[0].time_s)
         drain = snapshot.backlog / self.params["catch_up_s"]
+        by_trend = rate + drain + max(0.0, slope) * lead_s
         if snapshot.interval_s > 0:
             self._series.append((snapshot.time_s, float(snapshot.arrivals), snapshot.interval_s))
         if self.predictor is None or not self._series:
-            return rate + drain + max(0.0, slope) * lead_s, slope
+            return by_trend, slope
         period = self.params["period_s"]
         times, counts, intervals = (list(column) for column in zip(*self._series))
         forecast = self.predictor.forecast(times, counts, intervals, period, max(1, round(period / self._trigger_s)))
+        if self._model_set_aside():
+            # the guard found the model worse than the last value: the controller's own estimate, which leads a
+            # rising rate by the next row's delay, rather than the flat last value (the model is still scored)
+            return by_trend, slope
         return max(rate, forecast.arrivals / period) + drain, forecast.trend
+
+    def _model_set_aside(self) -> bool:
+        return isinstance(self.predictor, GuardedPredictor) and self.predictor.using == NAIVE
 
     def decide(self, snapshot: Snapshot) -> Decision:
         p = self.params
@@ -422,11 +431,12 @@ class MultilevelController(Controller):
         comfortable = next((i for i, r in enumerate(rows)
                             if r.rate_eps * p["scale_in_band"] >= need * p["headroom"]), len(rows) - 1)
         self._hold.note(t, comfortable)
-        if self.predictor is None:
+        if self.predictor is None or self._model_set_aside():
             said = f"need {need:.0f} ev/s (trend {slope:+.0f}/s, lead {lead:.1f} s)"
+            if self.predictor is not None:
+                said += f"; predictor {self.predictor.name} set aside: worse than the last value"
         else:
-            using = f", using {self.predictor.using}" if isinstance(self.predictor, GuardedPredictor) else ""
-            said = f"need {need:.0f} ev/s (predictor {self.predictor.name}{using}, forecast trend {slope:+.0f})"
+            said = f"need {need:.0f} ev/s (predictor {self.predictor.name}, forecast trend {slope:+.0f})"
         if self.predictor_note:
             said += f" [{self.predictor_note}]"
         details = {"multilevel.need_eps": need, "multilevel.row": current, "predicted.arrival_eps": need}

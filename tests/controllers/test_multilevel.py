@@ -234,7 +234,8 @@ def test_the_guard_sets_a_model_worse_than_the_last_value_aside_and_the_decision
         if i == 12:
             assert loop.executors == 2  # the model's 2,250 ev/s: row 1
     last = loop.log[-1]
-    assert "using naive" in last.reason and last.details["guard_using"] == "naive"
+    assert "set aside: worse than the last value" in last.reason and last.details["guard_using"] == "naive"
+    assert "(trend +0/s" in last.reason  # its own estimate, which would lead a rising rate, not a flat last value
     assert last.details["guard_scored"] >= 2 and loop.executors == 1  # back on the row the load needs
 
 
