@@ -24,9 +24,10 @@ LEARNED_PREDICTOR_PARAMS = {
     "predictor_model": Param(str, "load-predictor", "registered model name used when predictor=registry"),
     "predictor_alias": Param(str, "champion", "registry alias used when predictor=registry"),
     "predictor_guard": Param(bool, True, "check a learned load predictor (predictor=registry, or any the run "
-                                         "hands over) against the naive last value as the run goes, and use the "
-                                         "naive forecast while the model is worse (controllers.forecast_guard); "
-                                         "never applied to 'paper' or 'last-value'"),
+                                         "hands over) against the naive last value as the run goes, and set the "
+                                         "model aside while it is worse (controllers.forecast_guard; AUTOSCALE "
+                                         "forecasts naively then, multilevel by its trend); never applied to "
+                                         "'paper' or 'last-value'"),
     "guard_window": Param(int, 5, "latest realised iterations over which the guard compares the model's and "
                                   "naive's mean absolute errors (project's choice)", 1,
                           search=SearchRange(2, 10)),

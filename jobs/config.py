@@ -288,8 +288,8 @@ class RunConfig:
         from controllers.multilevel import TableError
 
         try:
-            return resolve(str(params["table"]), query_identity(self.query, self.topology, self.topo.payload_format),
-                           self.job_query.names,
+            identity = query_identity(self.query, self.topology, self.topo.payload_format)
+            return resolve(str(params["table"]), identity, self.job_query.names,
                            self.tracking_uri or default_tracking_uri())
         except (TableError, TableNotFound) as exc:
             raise InputError(f"controller 'multilevel': parameter 'table': {exc}") from None
