@@ -21,24 +21,31 @@ from simulator.plant import simulate
 from workloads import Schedule, load_workload
 
 OPS = ("parse", "enrich", "aggregate", "sink")
-cal = Calibration.from_file(Path(sys.argv[1] if len(sys.argv) > 1 else ".local/calibration/oracle.yaml"))
-base = cal.plant(OPS, 2.0, 8)
-table = CapacityTable.from_dict({"operators": list(OPS), "query": "topology:default", "rows": [
-    {"rate_eps": 5000, "degrees": {op: 1 for op in OPS}, "executors": 1},
-    {"rate_eps": 7993, "degrees": {"parse": 1, "enrich": 2, "aggregate": 2, "sink": 1}, "executors": 2,
-     "level": "executors", "delay_s": 12.2}]})
-for delay in (0.0, 2.0, 6.5, 12.0):
-    plant = replace(base, executor_delay_s=delay, slots=2)
-    out = []
-    for name, params in [("scripted", {"initial_executors": 2, "initial_degree": 2}),
-                         ("executor-autoscaler", {"max_executors": 2}), ("multilevel", {})]:
-        slo, cores = [], []
-        for seed in (1, 2, 3):
-            spec = load_workload("step").with_overrides(seed=seed)
-            c = build_controller(name, params, OPS, 8)
-            c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, capacity_table=table))
-            run = simulate(plant, Schedule(spec), ControlLoop(c), spec.duration_s)
-            slo.append(float((run.latencies() <= 5.0).mean()))
-            cores.append(run.executor_core_seconds)
-        out.append(f"{name}: {np.mean(slo):.1%} {np.mean(cores):.0f} core-s")
-    print(f"delay {delay:>4} s | " + " | ".join(out))
+
+
+def main(argv: list[str]) -> None:
+    cal = Calibration.from_file(Path(argv[0] if argv else ".local/calibration/oracle.yaml"))
+    base = cal.plant(OPS, 2.0, 8)
+    table = CapacityTable.from_dict({"operators": list(OPS), "query": "topology:default", "rows": [
+        {"rate_eps": 5000, "degrees": {op: 1 for op in OPS}, "executors": 1},
+        {"rate_eps": 7993, "degrees": {"parse": 1, "enrich": 2, "aggregate": 2, "sink": 1}, "executors": 2,
+         "level": "executors", "delay_s": 12.2}]})
+    for delay in (0.0, 2.0, 6.5, 12.0):
+        plant = replace(base, executor_delay_s=delay, slots=2)
+        out = []
+        for name, params in [("scripted", {"initial_executors": 2, "initial_degree": 2}),
+                             ("executor-autoscaler", {"max_executors": 2}), ("multilevel", {})]:
+            slo, cores = [], []
+            for seed in (1, 2, 3):
+                spec = load_workload("step").with_overrides(seed=seed)
+                c = build_controller(name, params, OPS, 8)
+                c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, capacity_table=table))
+                run = simulate(plant, Schedule(spec), ControlLoop(c), spec.duration_s)
+                slo.append(float((run.latencies() <= 5.0).mean()))
+                cores.append(run.executor_core_seconds)
+            out.append(f"{name}: {np.mean(slo):.1%} {np.mean(cores):.0f} core-s")
+        print(f"delay {delay:>4} s | " + " | ".join(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

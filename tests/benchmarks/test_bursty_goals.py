@@ -1,25 +1,15 @@
 """The bursty suite's goals read-out, on fabricated runs with known answers (MLflow store, no Spark)."""
-from mlflow.tracking import MlflowClient
-
 from benchmarks.bursty_goals import goals
+from tests.benchmarks.suite_runs import fabricated_suite
 
 
 def fabricate(tmp_path, runs, uri=None):
     """runs: (workload, config, seed, slo attainment, cost, scaling actions, infeasible decisions)."""
-    uri = uri or f"sqlite:///{tmp_path / 'm.db'}"
-    client = MlflowClient(uri)
-    found = client.get_experiment_by_name("b")
-    exp = found.experiment_id if found else client.create_experiment("b", artifact_location=(tmp_path / "a").as_uri())
-    parent = client.create_run(exp).info.run_id
-    for workload, config, seed, slo, cost, actions, infeasible in runs:
-        controller = config.split(":")[0]
-        run = client.create_run(exp, tags={"mlflow.parentRunId": parent, "config": config, "controller": controller,
-                                           "workload": workload, "seed": str(seed)}).info.run_id
-        for key, value in {"slo_attainment": slo, "cost_slot_seconds": cost, "scaling_actions": actions,
-                           "infeasible_decisions": infeasible, "ledger_fell_behind_share": 0.25}.items():
-            client.log_metric(run, key, value)
-        client.set_terminated(run, "FINISHED")
-    return uri, parent
+    return fabricated_suite(tmp_path, "b", (
+        ({"config": config, "controller": config.split(":")[0], "workload": workload, "seed": str(seed)},
+         {"slo_attainment": slo, "cost_slot_seconds": cost, "scaling_actions": actions,
+          "infeasible_decisions": infeasible, "ledger_fell_behind_share": 0.25})
+        for workload, config, seed, slo, cost, actions, infeasible in runs), uri)
 
 
 def test_goals_per_workload_against_the_oracle_also_where_it_is_infeasible(tmp_path):

@@ -1,25 +1,15 @@
 """The cluster suite's goals read-out (issue #25), on fabricated runs with known answers (MLflow store, no Spark)."""
-from mlflow.tracking import MlflowClient
-
 from benchmarks.multilevel_goals import goals
+from tests.benchmarks.suite_runs import fabricated_suite
 
 
 def fabricate(tmp_path, runs):
     """runs: (config, seed, slo attainment, executor-core-seconds)."""
-    uri = f"sqlite:///{tmp_path / 'm.db'}"
-    client = MlflowClient(uri)
-    exp = client.create_experiment("c", artifact_location=(tmp_path / "a").as_uri())
-    parent = client.create_run(exp).info.run_id
-    for config, seed, slo, cores in runs:
-        run = client.create_run(exp, tags={"mlflow.parentRunId": parent, "config": config,
-                                           "controller": config.split(":")[0], "workload": "step",
-                                           "seed": str(seed)}).info.run_id
-        for key, value in {"slo_attainment": slo, "cost_executor_core_seconds": cores, "cost_slot_seconds": 2 * cores,
-                           "scaling_actions": 1, "executors_mean": cores / 60, "records_lost": 0,
-                           "records_duplicated": 0}.items():
-            client.log_metric(run, key, value)
-        client.set_terminated(run, "FINISHED")
-    return uri, parent
+    return fabricated_suite(tmp_path, "c", (
+        ({"config": config, "controller": config.split(":")[0], "workload": "step", "seed": str(seed)},
+         {"slo_attainment": slo, "cost_executor_core_seconds": cores, "cost_slot_seconds": 2 * cores,
+          "scaling_actions": 1, "executors_mean": cores / 60, "records_lost": 0, "records_duplicated": 0})
+        for config, seed, slo, cores in runs))
 
 
 def test_each_goal_is_read_against_its_own_baseline(tmp_path):
