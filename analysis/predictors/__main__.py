@@ -74,6 +74,13 @@ def repository_relative(path: str) -> str:
         return path
 
 
+WEIGHTING_WORDS = {
+    "events": "in training a window weighs its level within its trace (the loss is then each trace's MAE in "
+              "events/s, the score)",
+    "windows": "in training every window weighs the same",
+    "traces": "in training every trace weighs the same"}
+
+
 def report_page(work: Path, result: dict, decision: dict, args) -> str:
     meta = json.loads((work / "dataset.json").read_text())
     spec = meta["spec"]
@@ -93,8 +100,8 @@ def report_page(work: Path, result: dict, decision: dict, args) -> str:
         "answers them with the last value).\n\n"
         f"{sizes}\n\n"
         "Each row's model was trained on every other trace and never saw the one it is scored on; the model is "
-        "selected by mean MAE ÷ naive over held-out traces; in training every "
-        f"{spec.get('weighting', 'windows')[:-1]} weighs the same. Each "
+        "selected by mean MAE ÷ naive over held-out traces; "
+        f"{WEIGHTING_WORDS[spec.get('weighting', 'events')]}. Each "
         "`+conformal` row is a model plus a split-conformal offset (the "
         f"{result['coverage']:.0%} quantile of the other traces' held-out residuals, so it too is scored on a "
         f"trace it was not calibrated on); `{result['conformal']}`, the one that costs least accuracy, is "

@@ -14,7 +14,8 @@ A spec is a YAML file (the project's is analysis/predictors/dataset.yaml):
         window: [0, 2592000]             # trace time [start, end) to use
         mask: [[86400, 90000]]           # declared bad stretches (trace time)
     runs: [<run id>, ...]                # recorded experiment runs, only by explicit id
-    weighting: windows                   # training weight per window (windows) or per trace (traces)
+    weighting: events                    # training weight: by level within its trace (events), every window
+                                         # the same (windows) or every trace the same (traces)
 
 Each trace is read at `step_s × compression` trace seconds per sub-interval (a whole number of its buckets), the
 resolution a replay of it with that compression has. **Outages**: a run of empty buckets is masked as a logging
@@ -41,7 +42,7 @@ from controllers.forecast import FEATURE_LAGS, IDLE_WINDOW_EVENTS, Horizon
 
 DEFAULT_SPEC = Path(__file__).resolve().parent / "dataset.yaml"
 _TOP = {"horizon", "max_points", "outage", "traces", "runs", "weighting"}
-WEIGHTINGS = ("windows", "traces")
+WEIGHTINGS = ("events", "windows", "traces")
 _TRACE = {"name", "compression", "period_s", "window", "mask"}
 _HORIZON = {"step_s", "steps", "lags", "idle_events"}
 _OUTAGE = {"min_s", "nats"}
@@ -69,7 +70,7 @@ class DatasetSpec:
     outage_min_s: float = 600.0
     outage_nats: float = 14.0
     source: str = "<dict>"
-    weighting: str = "windows"  # training weight: every window the same, or every trace the same
+    weighting: str = "events"  # training weight per window: see evaluation.group_weights
 
     def canonical(self) -> dict[str, Any]:
         h = self.horizon
@@ -183,7 +184,7 @@ def parse_spec(raw: Any, source: str = "<dict>") -> DatasetSpec:
     runs = raw.get("runs") or []
     if not isinstance(runs, list) or not all(isinstance(r, str) and r for r in runs):
         raise DatasetError(f"{source}: runs must be a list of MLflow run ids")
-    weighting = raw.get("weighting", "windows")
+    weighting = raw.get("weighting", "events")
     if weighting not in WEIGHTINGS:
         raise DatasetError(f"{source}: weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
     if not traces and not runs:

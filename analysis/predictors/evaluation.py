@@ -77,13 +77,22 @@ def fit_weighted(model: Any, w: "Windows", weights: np.ndarray) -> Any:
     return model.fit(w.X, w.y, sample_weight=weights)
 
 
-def group_weights(parts: list["Windows"], weighting: str = "windows") -> np.ndarray:
-    """Training weights, mean 1. 'windows': every window the same (long traces weigh more); 'traces': every group
-    the same whatever its length, so 20,000 windows of one trace cannot drown 800 of another. Both are measured in
-    docs/predictors.md; the dataset spec chooses."""
+def group_weights(parts: list["Windows"], weighting: str = "events") -> np.ndarray:
+    """Training weights, mean 1; each part is one leave-one-out group (a trace or a run family).
+
+    'events' (the project's choice): a window weighs its level within its trace (its scale ÷ the trace's mean
+    scale). The model is fitted on scale-free targets, but scored by each trace's MAE in events per second, where a
+    window at twice the trace's usual level counts twice; with this weight the training loss is that score (summed
+    over traces), instead of letting a quiet window, whose errors in events/s are small, count as much as a busy one.
+    'windows': every window the same (long traces weigh more); 'traces': every group the same whatever its length,
+    so 20,000 windows of one trace cannot drown 800 of another. All three are measured in docs/predictors.md; the
+    dataset spec chooses."""
     if weighting == "windows":
         return np.ones(sum(len(p) for p in parts))
-    w = np.concatenate([np.full(len(p), 1.0 / len(p)) for p in parts])
+    if weighting == "events":
+        w = np.concatenate([p.scale / p.scale.mean() for p in parts])
+    else:
+        w = np.concatenate([np.full(len(p), 1.0 / len(p)) for p in parts])
     return w * len(w) / w.sum()
 
 
@@ -190,7 +199,7 @@ def summarise(per_group: dict[str, dict[str, dict[str, float]]]) -> dict[str, di
 
 
 def fit_final(dataset_windows: dict[str, Windows], name: str, seed: int = 0,
-              make: Callable[[int], dict[str, Any]] = candidates, weighting: str = "windows") -> Any:
+              make: Callable[[int], dict[str, Any]] = candidates, weighting: str = "events") -> Any:
     """The chosen candidate fitted on every group's non-idle windows: what gets registered."""
     parts = [w.take(~w.idle) for w in dataset_windows.values()]
     return fit_weighted(make(seed)[name], Windows.concat(parts), group_weights(parts, weighting))

@@ -13,7 +13,7 @@ from sklearn.linear_model import LinearRegression
 from analysis.predictors import pipeline
 from analysis.predictors.__main__ import main as predictors_cli
 from analysis.predictors.dataset import load_dataset, parse_spec
-from analysis.predictors.evaluation import group_windows, leave_one_trace_out
+from analysis.predictors.evaluation import group_weights, group_windows, leave_one_trace_out
 from controllers.forecast import Horizon, LearnedPredictor, PaperPredictor
 from jobs.config import InputError, RunConfig
 from jobs.predictors import PredictorLoadError, load_registered_predictor
@@ -59,6 +59,26 @@ def test_each_held_out_trace_is_scored_by_models_that_never_saw_it(spec_file):
     assert set(result["per_group"]) == set(groups)
     assert {"last-value", "paper-ols-extrapolated", "paper-ols-literal", "linear", "linear+conformal80"} <= set(
         result["summary"])
+
+
+def test_training_weights_follow_the_level_within_each_trace_for_events():
+    """With 'events' the fitted loss is each trace's MAE in events/s: a window at twice its trace's mean level
+    weighs twice, whatever the trace's absolute level; 'windows' and 'traces' keep their meanings."""
+    from analysis.predictors.windows import Windows
+
+    def part(scales):
+        n = len(scales)
+        return Windows(pd.DataFrame({"x": np.zeros(n)}), np.zeros(n), np.asarray(scales, float), np.zeros((n, 5)),
+                       np.full(n, np.nan), np.zeros(n, bool))
+
+    quiet, busy = part([1.0, 3.0]), part([100.0, 100.0, 400.0, 200.0])
+    w = group_weights([quiet, busy], "events")
+    assert w.mean() == pytest.approx(1.0)
+    assert w[1] / w[0] == pytest.approx(3.0) and w[4] / w[2] == pytest.approx(4.0)
+    assert w[0] / w[2] == pytest.approx((1.0 / 2.0) / (100.0 / 200.0))  # relative to its own trace's mean only
+    assert list(group_weights([quiet, busy], "windows")) == [1.0] * 6
+    t = group_weights([quiet, busy], "traces")
+    assert t[0] * 2 == pytest.approx(t[2] * 4)
 
 
 def test_training_registers_the_best_with_its_conformal_variant_and_moves_the_aliases(spec_file, uri, tmp_path):
