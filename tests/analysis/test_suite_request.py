@@ -134,6 +134,11 @@ def test_the_bursty_suite_in_the_repository_is_valid():
     request = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty.yaml")
     assert request.include_oracle and len(request.workloads) == 5 and request.seeds == (1, 2, 3)
     assert {"ds2", "ds2:guards=false", "threshold", "threshold:guards=false"} <= set(request.variants)
+    # the predictor goal's suite (issue #23) replays the same workloads, without the oracle, at the same SLO
+    predictors = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty_predictors.yaml")
+    assert predictors.workloads == request.workloads and not predictors.include_oracle
+    assert set(predictors.variants) == {"autoscale", "autoscale:predictor=registry"}
+    assert (predictors.slo_latency_s, predictors.duration_s) == (request.slo_latency_s, request.duration_s)
 
 
 def test_the_demo_runs_a_suite_file_or_part_of_it(tmp_path):

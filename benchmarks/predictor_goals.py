@@ -1,0 +1,132 @@
+"""Issue #23's third goal, read from runs of suites/bursty_predictors.yaml in MLflow: does AUTOSCALE steered by the
+registered champion load predictor beat AUTOSCALE steered by the paper's OLS on cost at equal SLO, on real bursts?
+
+    python -m benchmarks.predictor_goals --parent-run-id ID [...] [--record docs/predictors/autoscale_runs.csv]
+
+The two configurations ran the same workload with the same seed, so they are compared pair by pair: for each
+(workload, seed) the champion's cost ÷ the paper's, and its SLO attainment minus the paper's. Per workload and over
+the suite (each workload counts once: the mean of its pairs), as mean [95 % bootstrap interval]. The goal is met
+when, over the suite, the cost ratio's interval lies below 1 and the champion's attainment is not lower than the
+paper's by more than EQUAL_SLO_POINTS (the project's reading of "at equal SLO": one point of attainment, less than
+the seed-to-seed spread of one configuration on these traces).
+
+A `predictor=registry` run that did not forecast with the registered model (no champion in the store: the run fell
+back to the paper's OLS and said so in its `predictor` tag) measures nothing about the champion: it is left out and
+named.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.runs import SUMMARY_METRICS
+from analysis.stats import bootstrap_mean
+from benchmarks.recorded_runs import add_run_arguments, collect, provenance
+from jobs.recording.recorder import default_tracking_uri
+
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+PAPER, CHAMPION = "autoscale", "autoscale:predictor=registry"
+REGISTERED = "load-predictor"  # what a run's predictor tag names when it forecast with a registered model
+EQUAL_SLO_POINTS = 0.01
+
+
+def fell_back(runs: pd.DataFrame) -> pd.Series:
+    """The champion configuration's runs whose predictor tag does not name a registered model."""
+    tag = runs["predictor"].fillna("").astype(str) if "predictor" in runs else pd.Series("", index=runs.index)
+    return (runs["config"] == CHAMPION) & ~tag.str.contains(REGISTERED, regex=False)
+
+
+def pairs(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (workload, seed) where both configurations finished: the champion's cost ÷ the paper's and its
+    attainment minus the paper's."""
+    done = runs[runs["status"] == "FINISHED"]
+    wide = done.pivot_table(index=["workload", "seed"], columns="config",
+                            values=["cost_slot_seconds", "slo_attainment"], aggfunc="mean")
+    rows = []
+    for (workload, seed), row in wide.iterrows():
+        try:
+            cost = row[("cost_slot_seconds", CHAMPION)] / row[("cost_slot_seconds", PAPER)]
+            points = row[("slo_attainment", CHAMPION)] - row[("slo_attainment", PAPER)]
+        except KeyError:
+            continue
+        if np.isfinite(cost) and np.isfinite(points):
+            rows.append({"workload": workload, "seed": seed, "cost_ratio": cost, "slo_points": points})
+    return pd.DataFrame(rows, columns=["workload", "seed", "cost_ratio", "slo_points"])
+
+
+def configuration_rows(group: pd.DataFrame) -> list[str]:
+    lines = []
+    for config in (PAPER, CHAMPION):
+        done = group[(group["config"] == config) & (group["status"] == "FINISHED")]
+        if done.empty:
+            continue
+        label = "paper's OLS" if config == PAPER else "registered champion"
+        figures = {m: bootstrap_mean(done[m].dropna().tolist()) for m in
+                   ("slo_attainment", "cost_slot_seconds", "latency_p99_s", "scaling_actions")}
+        lines.append(f"| `{config}` ({label}) | {len(done)} | {figures['slo_attainment'].text(100)} | "
+                     f"{figures['cost_slot_seconds'].text(digits=0)} | {figures['latency_p99_s'].text()} | "
+                     f"{figures['scaling_actions'].text()} |")
+    return lines
+
+
+def verdict(paired: pd.DataFrame) -> tuple[list[str], bool]:
+    """Over the suite: each workload's mean pair counts once."""
+    per_workload = paired.groupby("workload", sort=False)[["cost_ratio", "slo_points"]].mean()
+    cost = bootstrap_mean(per_workload["cost_ratio"].tolist())
+    points = bootstrap_mean(per_workload["slo_points"].tolist())
+    met = cost.n > 0 and cost.high < 1.0 and points.mean >= -EQUAL_SLO_POINTS
+    return [f"over {cost.n} workload(s), {len(paired)} pair(s): cost {cost.text(digits=3)}x the paper's "
+            f"(goal: interval below 1), SLO attainment {points.text(100, 1)} points (goal >= "
+            f"{-EQUAL_SLO_POINTS * 100:.0f}): {'met' if met else 'MISSED'}"], met
+
+
+def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...] = (),
+          record: Path | None = None) -> list[str]:
+    runs = collect(tracking_uri, parents, exclude, record)
+    for column in SUMMARY_METRICS:
+        if column in runs:
+            runs[column] = pd.to_numeric(runs[column], errors="coerce")
+    runs = runs[runs["config"].isin([PAPER, CHAMPION])]
+    lines = ["runs read:", *provenance(runs)]
+    stray = runs[fell_back(runs)]
+    if len(stray):
+        lines.append(f"left out: {len(stray)} `{CHAMPION}` run(s) that did not forecast with a registered model "
+                     f"(predictor {', '.join(sorted(set(stray['predictor'].fillna('not recorded').astype(str))))}): "
+                     f"{', '.join(stray['run_id'])}")
+        runs = runs[~fell_back(runs)]
+    champions = sorted({p for p in runs.loc[runs["config"] == CHAMPION, "predictor"].dropna().astype(str)})
+    lines.append(f"champion model(s) used: {', '.join(champions) or 'none'}")
+    paired = pairs(runs)
+    for workload, group in runs.groupby("workload", sort=False):
+        mine = paired[paired["workload"] == workload]
+        lines += ["", f"{workload}: mean [95 % bootstrap interval] over seeds",
+                  "| configuration | seeds | SLO attainment % | cost (slot-s) | p99 latency (s) | scaling actions |",
+                  "|---|---|---|---|---|---|", *configuration_rows(group)]
+        if len(mine):
+            lines.append(f"paired over {len(mine)} seed(s): cost "
+                         f"{bootstrap_mean(mine['cost_ratio'].tolist()).text(digits=3)}x the paper's, SLO attainment "
+                         f"{bootstrap_mean(mine['slo_points'].tolist()).text(100)} points")
+    lines += ["", "goal (AUTOSCALE steered by the champion beats it steered by the paper's OLS on cost at equal SLO):"]
+    if paired.empty:
+        lines.append("  no (workload, seed) where both configurations finished: nothing to compare")
+    else:
+        lines += ["  " + line for line in verdict(paired)[0]]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.predictor_goals", description=__doc__.split("\n\n")[0])
+    add_run_arguments(p, "bursty predictors", "docs/predictors/autoscale_runs.csv")
+    args = p.parse_args(argv)
+    print("\n".join(goals(args.tracking_uri or default_tracking_uri(), args.parent_run_id,
+                          tuple(args.exclude_run_id), args.record)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The AUTOSCALE predictor goal's read-out (issue #23), on fabricated runs with known answers (MLflow store, no
+Spark)."""
+from benchmarks.predictor_goals import CHAMPION, PAPER, goals
+from tests.benchmarks.suite_runs import fabricated_suite
+
+CHAMPION_TAG = "guarded(load-predictor@champion=v1)"
+
+
+def fabricate(tmp_path, runs, uri=None):
+    """runs: (config, workload, seed, slo attainment, slot-seconds, predictor tag)."""
+    return fabricated_suite(tmp_path, "p", (
+        ({"config": config, "controller": "autoscale", "workload": workload, "seed": str(seed),
+          "predictor": predictor},
+         {"slo_attainment": slo, "cost_slot_seconds": cost, "latency_p99_s": 4.0, "scaling_actions": 3})
+        for config, workload, seed, slo, cost, predictor in runs), uri)
+
+
+def test_the_champion_is_compared_with_the_paper_pair_by_pair_and_each_workload_counts_once(tmp_path):
+    rows = []
+    for seed in (1, 2, 3):
+        # workload a: the champion costs 0.8x at the same attainment; workload b: 0.9x and one point lower
+        rows += [(PAPER, "a", seed, 0.95, 100.0 * seed, "paper-ols-extrapolated"),
+                 (CHAMPION, "a", seed, 0.95, 80.0 * seed, CHAMPION_TAG),
+                 (PAPER, "b", seed, 0.90, 200.0, "paper-ols-extrapolated"),
+                 (CHAMPION, "b", seed, 0.89, 180.0, CHAMPION_TAG)]
+    rows.append((PAPER, "b", 4, 0.9, 200.0, "paper-ols-extrapolated"))  # no partner: not a pair
+    uri, parent = fabricate(tmp_path, rows)
+    text = "\n".join(goals(uri, [parent]))
+    assert "paired over 3 seed(s): cost 0.800 [0.800, 0.800]x the paper's, SLO attainment 0.0 [0.0, 0.0] points" in text
+    assert "paired over 3 seed(s): cost 0.900 [0.900, 0.900]x the paper's" in text
+    assert f"champion model(s) used: {CHAMPION_TAG}" in text
+    # over the suite: (0.8 + 0.9) / 2, attainment (0 - 1) / 2 points, within the one point "equal SLO" allows
+    assert "over 2 workload(s), 6 pair(s): cost 0.850 [0.800, 0.900]x the paper's" in text
+    assert text.rstrip().endswith("met")
+
+
+def test_a_dearer_or_less_punctual_champion_misses_and_runs_that_fell_back_are_left_out(tmp_path):
+    rows = []
+    for seed in (1, 2):
+        rows += [(PAPER, "a", seed, 0.95, 100.0, "paper-ols-extrapolated"),
+                 (CHAMPION, "a", seed, 0.90, 90.0, CHAMPION_TAG)]  # cheaper, but five points less punctual
+    rows.append((CHAMPION, "a", 3, 0.99, 10.0, "paper-ols-extrapolated"))  # no champion in the store: fell back
+    rows.append((PAPER, "a", 3, 0.95, 100.0, "paper-ols-extrapolated"))
+    uri, parent = fabricate(tmp_path, rows)
+    text = "\n".join(goals(uri, [parent]))
+    assert "left out: 1 `autoscale:predictor=registry` run(s) that did not forecast with a registered model" in text
+    assert "over 1 workload(s), 2 pair(s): cost 0.900" in text and text.rstrip().endswith("MISSED")
