@@ -1,5 +1,6 @@
 """Score a registered load predictor on a series the user brings (a rate.csv or a workload spec), next to the
-naive, seasonal-naive and paper baselines: the same table as the leave-one-trace-out evaluation, for one series."""
+naive, seasonal-naive and paper baselines, and as a controller runs it (through the runtime guard): the same table
+as the leave-one-trace-out evaluation, for one series."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,7 +11,8 @@ import numpy as np
 
 from analysis.predictors.dataset import DatasetError, Series, series_from_file
 from analysis.predictors.evaluation import scores, summarise
-from analysis.predictors.windows import baselines, make_windows
+from analysis.predictors.guard_replay import guarded_predictions
+from analysis.predictors.windows import baselines, last_value, make_windows
 from controllers.forecast import Horizon, feature_names
 
 
@@ -86,8 +88,11 @@ def evaluate_series(model_ref: str, series_ref: str, tracking_uri: str, compress
     base = baselines(active, horizon, with_seasonal=bool(np.isfinite(active.seasonal).any()))
     naive, paper = base["last-value"], base["paper-ols-extrapolated"]
     per = {name: scores(p, active, naive, paper) for name, p in base.items()}
-    predicted = np.asarray(model.predict(active.X), dtype=float) + offset
+    full = np.where(w.idle, last_value(w), np.asarray(model.predict(w.X), dtype=float) + offset)
     label = model_ref + (f" (+{offset:.3f} conformal offset)" if offset else "")
-    per[label] = scores(predicted, active, naive, paper)
+    per[label] = scores(full[~w.idle], active, naive, paper)
+    # as a controller runs it: the runtime guard sets the model aside while it does worse than naive
+    guarded, naive_share = guarded_predictions(full, w, horizon)
+    per[f"{label}+guard"] = {**scores(guarded[~w.idle], active, naive, paper), "naive_share": naive_share}
     return {"per_group": {series.name: per}, "summary": summarise({series.name: per}), "best": label,
             "windows": {series.name: {"all": len(w), "idle": int(w.idle.sum())}}}

@@ -20,7 +20,8 @@ from typing import Any, Callable
 import numpy as np
 
 from analysis.predictors.dataset import Dataset
-from analysis.predictors.windows import Windows, baselines, make_windows
+from analysis.predictors.guard_replay import guarded_predictions
+from analysis.predictors.windows import Windows, baselines, last_value, make_windows
 from controllers.forecast import Horizon
 
 DEFAULT_COVERAGE = 0.8  # the conservative variant's target: under-predict at most 20 % of windows
@@ -130,8 +131,9 @@ def leave_one_trace_out(dataset: Dataset, seed: int = 0, coverage: float = DEFAU
                         make: Callable[[int], dict[str, Any]] = candidates, progress: Callable[[str], None] = print,
                         conservative: Callable[[int, float], dict[str, Any]] | None = None) -> dict[str, Any]:
     """{"per_group": {group: {predictor: scores}}, "summary": {predictor: aggregate}, "best": name,
-    "offset": conformal offset of the best model, ...}; predictors are the candidates, the baselines and
-    `<best>+conformal<coverage>`."""
+    "offset": conformal offset of the best model, ...}; predictors are the candidates, the baselines,
+    `<best>+guard` (the best as a controller runs it, analysis.predictors.guard_replay) and
+    `<base>+conformal<coverage>`."""
     horizon: Horizon = dataset.spec.horizon
     groups = group_windows(dataset)
     if len(groups) < 2:
@@ -147,6 +149,7 @@ def leave_one_trace_out(dataset: Dataset, seed: int = 0, coverage: float = DEFAU
     per_group: dict[str, dict[str, dict[str, float]]] = {}
     residuals: dict[str, dict[str, np.ndarray]] = {}
     predictions: dict[str, dict[str, np.ndarray]] = {}
+    full_predictions: dict[str, dict[str, np.ndarray]] = {}
     for g, test in active.items():
         progress(f"held out {g}: training on {len(active) - 1} other group(s)")
         parts = [w for h, w in active.items() if h != g]
@@ -156,14 +159,26 @@ def leave_one_trace_out(dataset: Dataset, seed: int = 0, coverage: float = DEFAU
         per_group[g] = {name: scores(p, test, naive, paper) for name, p in base.items()}
         predictions[g], residuals[g] = {}, {}
         models = {**make(seed), **(conservative(seed, coverage) if conservative else {})}
+        everything = groups[g]  # idle windows too: the guard replay walks the series as a controller would
         for name, model in models.items():
             fit_weighted(model, train, weights)
-            p = np.asarray(model.predict(test.X), dtype=float)
+            full = np.asarray(model.predict(everything.X), dtype=float)
+            # the learned predictor answers an idle window with the last value (controllers.forecast)
+            full_predictions.setdefault(g, {})[name] = np.where(everything.idle, last_value(everything), full)
+            p = full[~everything.idle]
             predictions[g][name] = p
             residuals[g][name] = test.y - p
             per_group[g][name] = scores(p, test, naive, paper)
     summary = summarise(per_group)
     best = min(model_names, key=lambda n: summary[n]["mae_vs_naive"])
+    guarded = f"{best}+guard"
+    for g, test in active.items():
+        everything = groups[g]
+        replayed, naive_share = guarded_predictions(full_predictions[g][best], everything, horizon)
+        base = baselines(test, horizon, with_seasonal=False)
+        per_group[g][guarded] = scores(replayed[~everything.idle], test, base["last-value"],
+                                       base["paper-ols-extrapolated"])
+        per_group[g][guarded]["naive_share"] = naive_share
     bases = [best] + quantile_names
     variants = {}
     for base_name in bases:

@@ -46,4 +46,14 @@ def goals_markdown(result: dict[str, Any]) -> str:
              conf["mae_vs_naive"] <= 1.5 * best["mae_vs_naive"])]
     lines = ["| goal | measured | met |", "|---|---|---|"]
     lines += [f"| {g} | {m} | {'yes' if ok else '**no**'} |" for g, m, ok in rows]
+    guarded = f"{result['best']}+guard"
+    if guarded in s:
+        g = s[guarded]
+        shares = [per[guarded].get("naive_share", float("nan")) for per in result["per_group"].values()
+                  if guarded in per]
+        lines += ["", f"The goals are the model's. As a controller runs it, through the runtime guard that answers "
+                      f"with the last value while the model has lately done worse (`{guarded}`, replayed on each "
+                      f"held-out trace): mean MAE {g['mae_vs_naive']:.3f}x naive, worst {g['worst_vs_naive']:.3f}x, "
+                      f"{g['mae_vs_paper']:.3f}x the paper's OLS; the guard answered naively on "
+                      f"{sum(shares) / len(shares):.0%} of the windows on average."]
     return "\n".join(lines) + "\n"

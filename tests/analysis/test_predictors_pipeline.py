@@ -81,7 +81,8 @@ def test_training_weights_follow_the_level_within_each_trace_for_events():
     assert t[0] * 2 == pytest.approx(t[2] * 4)
 
 
-def test_training_registers_the_best_with_its_conformal_variant_and_moves_the_aliases(spec_file, uri, tmp_path):
+def test_training_registers_the_best_with_its_conformal_variant_and_moves_the_aliases(spec_file, uri, tmp_path,
+                                                                                      capsys):
     work = tmp_path / "work"
     spec = parse_spec(json.loads(spec_file.read_text()), str(spec_file))
     collected = pipeline.collect(work, spec)
@@ -91,6 +92,10 @@ def test_training_registers_the_best_with_its_conformal_variant_and_moves_the_al
     assert best["mae_vs_naive"] < 1 and best["mae_vs_paper"] < 1, best  # a learnable cycle: the model wins
     # calibrated on the other traces' residuals: under-predicts about 1 - coverage of the unseen trace's windows
     assert conformal["under_rate"] < best["under_rate"] and conformal["under_rate"] < 0.35, conformal
+    # the best as a controller runs it: replayed through the runtime guard on each held-out trace
+    guarded = result["summary"][f"{result['best']}+guard"]
+    assert guarded["groups"] == best["groups"] and guarded["mae_vs_naive"] < 1
+    assert all(0 <= per[f"{result['best']}+guard"]["naive_share"] <= 1 for per in result["per_group"].values())
 
     versions = pipeline.register_predictors(work, uri, experiment="predictors-test")
     assert set(versions) == {result["best"], result["conformal"]}
@@ -128,8 +133,11 @@ def test_training_registers_the_best_with_its_conformal_variant_and_moves_the_al
 
     # a user scores the champion on a series of their own: the same table, one held-out series
     own = write_trace(tmp_path / "mine" / "rate.csv", cycle(11, 1200, 900.0, 75))
+    capsys.readouterr()
     assert predictors_cli(["evaluate", "--model", "load-predictor@champion", "--series", own,
                            "--tracking-uri", uri]) == 0
+    printed = capsys.readouterr().out
+    assert "| load-predictor@champion |" in printed and "| load-predictor@champion+guard |" in printed
 
 
 def test_the_champion_never_moves_on_an_error(spec_file, uri, tmp_path, monkeypatch):
