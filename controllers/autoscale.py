@@ -45,7 +45,7 @@ from controllers.base import ConfigError, Controller, Param, Rule, register
 from controllers.common_params import (INITIAL_DEGREE, INITIAL_DEGREES, LEARNED_PREDICTOR_PARAMS, MIN_DEGREE,
                                       at_most_max_degree, below)
 from params.declare import Choices, SearchRange
-from controllers.forecast import LastValuePredictor, PaperPredictor
+from controllers.forecast import WARMUP, LastValuePredictor, PaperPredictor
 from controllers.forecast_guard import GuardedPredictor
 from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
 from controllers.types import Decision, RunContext, Snapshot
@@ -272,12 +272,14 @@ class AutoscaleController(Controller):
         n = self._period_n
         nda, cls, trend, local, details = {}, {}, {}, {}, {}
         waiting = float(snapshot.backlog)  # unread events, as records reaching each operator in turn
+        warming_up = False
         for op in self.operators:
             h = self._history[op]
             if self._period_records[op]:
                 h.service_s = self._period_busy[op] / self._period_records[op]
             predictor = self._guards.get(op, self.predictor)
             fc = predictor.forecast(list(h.times), list(h.counts), list(h.intervals), span, n)
+            warming_up = warming_up or fc.predictor == WARMUP
             charge = fc.arrivals + waiting
             if self._period_records[op]:
                 waiting *= self._period_out[op] / self._period_records[op]
@@ -313,6 +315,8 @@ class AutoscaleController(Controller):
         note = f" [{self.predictor_note}]" if self.predictor_note else ""
         guard = [f"{op} {text}" for op, g in self._guards.items() if (text := g.explain("iterations"))]
         guard_note = f"; guard: {'; '.join(guard)}" if guard else ""
+        if warming_up:
+            guard_note += "; the model's history is still short: last value used"
         return Decision(degrees, f"iteration of {n} batches, predictor {self.predictor_name}{note}: "
                                  + "; ".join(parts) + guard_note, details=details)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Sequence
 
-from controllers.forecast import Forecast, LastValuePredictor
+from controllers.forecast import WARMUP, Forecast, LastValuePredictor
 
 MODEL, NAIVE = "model", "naive"
 # time comparisons on sub-interval ends (seconds as floats): a microsecond is well below any trigger interval
@@ -101,7 +101,9 @@ class GuardedPredictor:
             self.switches += 1
         model = self.model.forecast(times_s, counts, intervals_s, period_s, last_n)
         naive = self.naive.forecast(times_s, counts, intervals_s, period_s, last_n)
-        if times_s:
+        # a learned predictor's warm-up answers (the last value, before it has its history) are not the model's:
+        # scoring them would blame the model for them, or credit it
+        if times_s and model.predictor != WARMUP:
             self._pending.append((times_s[-1], float(period_s), float(model.arrivals), float(naive.arrivals)))
         return naive if self.using == NAIVE else model
 

@@ -78,7 +78,7 @@ def load_registered_predictor(tracking_uri: str, model_name: str, alias: str, eq
         raise PredictorLoadError(f"registered model {model_name} version {version.version} returned {len(probe)} "
                                  f"values for one row")
     name = f"{model_name}@{alias}=v{version.version}"
-    predictor = LearnedPredictor(predict, name, horizon=trained_for, fallback=fallback, offset=offset)
+    predictor = LearnedPredictor(predict, name, horizon=trained_for, offset=offset)
     return LoadedPredictor(predictor, {"predictor": name, "predictor.model": model_name,
                                        "predictor.version": str(version.version),
                                        "predictor.kind": version.tags.get("predictor", "?"),

@@ -8,7 +8,8 @@ import pytest
 from controllers.types import RunContext
 from controllers import ConfigError, ControlLoop, OperatorMetrics, Snapshot, build_controller
 from controllers.autoscale import NOTHING, SCALE_IN, SCALE_OUT, classify, global_actions, local_action, quantify
-from controllers.forecast import LastValuePredictor, LearnedPredictor, PaperPredictor, feature_names, features
+from controllers.forecast import (WARMUP, LastValuePredictor, LearnedPredictor, PaperPredictor, feature_names,
+                                  features)
 from simulator.plant import chain, simulate
 
 OPS = ("parse", "enrich", "aggregate", "sink")
@@ -106,8 +107,9 @@ def test_naive_and_learned_predictors():
     fc = learned.forecast(list(range(10)), rates, [1.0] * 10, 10.0, 5)
     assert fc.arrivals == pytest.approx(1.5 * 100 * 10) and fc.trend > 0 and fc.predictor == "test-model"
     assert list(seen[0]) == feature_names()
-    # too little history: the paper's predictor answers
-    assert learned.forecast([1, 2], [100, 100], [1, 1], 10.0, 2).predictor.startswith("paper")
+    # too little history: the last value answers, labelled as the warm-up (a guard does not score it as the model's)
+    early = learned.forecast([1, 2], [100, 300], [1, 1], 10.0, 2)
+    assert early.predictor == WARMUP and early.arrivals == pytest.approx(300 * 10)
 
 
 def test_features_are_scale_free():

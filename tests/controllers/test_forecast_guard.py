@@ -5,7 +5,7 @@ the decision's details, a fallback in its reason; never on the paper's or the na
 import pytest
 
 from controllers import ConfigError, OperatorMetrics, RunContext, Snapshot, build_controller, describe
-from controllers.forecast import Forecast, LastValuePredictor, PaperPredictor
+from controllers.forecast import WARMUP, Forecast, Horizon, LastValuePredictor, LearnedPredictor, PaperPredictor
 from controllers.forecast_guard import GuardedPredictor, realised_arrivals
 
 STEP, PERIOD = 2.0, 10.0  # sub-intervals of 2 s, forecasts for 10 s (five sub-intervals)
@@ -86,6 +86,29 @@ def test_scoring_through_the_guard_is_exact_on_a_hand_made_history():
     # the forecast just made (at 8 for (8, 12]) is pending: a history to 11 does not score it
     guard.forecast(times + [11.0], counts + [30], intervals + [3.0], 4.0, 1)
     assert guard.state()["scored"] == 1
+
+
+def test_a_learned_predictors_warm_up_answers_are_not_scored_as_the_models():
+    """Until its history holds `lags` sub-intervals a learned predictor answers with the last value (WARMUP); on a
+    steep ramp those answers err, and a guard that scored them would set the model aside for what it never said."""
+    exact_ratio = []
+
+    def predict(rows):  # a model that is exact on the ramp (its answer is the next period's mean rate / scale)
+        return exact_ratio[:len(rows)]
+
+    learned = LearnedPredictor(predict, "exact", horizon=Horizon(STEP, 5, lags=15))
+    guard = GuardedPredictor(learned, window=5, min_scored=1)
+    for k in range(1, 9):  # at 10 s ... 80 s: the calls at 10 and 20 s have fewer than 15 sub-intervals
+        times, counts, intervals = history(PERIOD * k)
+        rates = [c / STEP for c in counts]
+        scale = max(sum(rates[-15:]) / 15, 1e-9)
+        exact_ratio[:] = [actual(PERIOD * k) / PERIOD / scale]
+        fc = guard.forecast(times, counts, intervals, PERIOD, 5)
+        assert (fc.predictor == WARMUP) == (k <= 2)
+    state = guard.state()
+    assert state["using"] == "model" and state["switches"] == 0
+    assert state["scored"] == 8 - 2 - 1  # not the two warm-up forecasts, nor the one still pending
+    assert state["model_mae"] == pytest.approx(0.0, abs=1e-6) and state["naive_mae"] > 0
 
 
 def test_a_model_twice_the_truth_is_set_aside_after_min_scored_forecasts():

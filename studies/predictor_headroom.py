@@ -1,0 +1,72 @@
+"""How far the load predictors could go on the shared traces with this horizon and these features, to tell a model
+that does not generalise from a task that does not allow more (issue #23; docs/predictors.md).
+
+    python -m studies.predictor_headroom [--dataset analysis/predictors/dataset.yaml]     about a minute; no Spark
+
+Every trace is cut in time: its first half for training, its second half for scoring. The selected candidate
+(analysis.predictors.evaluation: the median-seeking gradient-boosted model, trained with the dataset's weighting) is
+scored on each trace's second half three ways:
+- held out: trained on the other traces' first halves only (what leave-one-trace-out measures, on the same windows);
+- pooled: trained on every trace's first half, this one's included (a model that has seen this trace's kind of load);
+- own: trained on this trace's first half alone (a model made for this trace).
+All as MAE ÷ the naive last value's on the same windows. If even `pooled` and `own` stay above a goal, the goal is
+out of reach for this horizon and these features, not only for a model that must generalise.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from analysis.predictors.dataset import DEFAULT_SPEC, load_dataset, load_spec
+from analysis.predictors.evaluation import candidates, fit_weighted, group_weights, group_windows
+from analysis.predictors.windows import Windows, last_value
+
+MODEL = "gradient-boosting-median"
+
+
+def halves(w: Windows) -> tuple[Windows, Windows]:
+    first = np.zeros(len(w), dtype=bool)
+    first[: len(w) // 2] = True
+    return w.take(first), w.take(~first)
+
+
+def mae_vs_naive(model, test: Windows) -> float:
+    actual = test.y * test.scale
+    mae = np.abs(np.asarray(model.predict(test.X)) * test.scale - actual).mean()
+    return float(mae / np.abs(last_value(test) * test.scale - actual).mean())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m studies.predictor_headroom", description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset", type=Path, default=DEFAULT_SPEC)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    spec = load_spec(args.dataset)
+    groups = {g: halves(w.take(~w.idle)) for g, w in group_windows(load_dataset(spec)).items()}
+
+    def fit(parts: list[Windows]):
+        return fit_weighted(candidates(args.seed)[MODEL], Windows.concat(parts), group_weights(parts, spec.weighting))
+
+    pooled = fit([first for first, _ in groups.values()])
+    rows = []
+    for g, (first, second) in groups.items():
+        held_out = fit([f for h, (f, _) in groups.items() if h != g])
+        own = fit([first])
+        rows.append((g, len(second), mae_vs_naive(held_out, second), mae_vs_naive(pooled, second),
+                     mae_vs_naive(own, second)))
+    print(f"{MODEL} on each trace's second half, MAE ÷ naive (dataset {args.dataset}, weighting {spec.weighting})\n")
+    print("| trace | windows scored | held out | pooled | own |\n|---|---|---|---|---|")
+    for g, n, *r in rows:
+        print(f"| {g} | {n} | " + " | ".join(f"{v:.3f}" for v in r) + " |")
+    means = np.mean([r[2:] for r in rows], axis=0)
+    worst = np.max([r[2:] for r in rows], axis=0)
+    print("| **mean** | | " + " | ".join(f"{v:.3f}" for v in means) + " |")
+    print("| **worst** | | " + " | ".join(f"{v:.3f}" for v in worst) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
