@@ -91,6 +91,8 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
     for column in SUMMARY_METRICS:
         if column in runs:
             runs[column] = pd.to_numeric(runs[column], errors="coerce")
+    # a configuration's label quotes its text parameters (autoscale:predictor="registry"); compare without quotes
+    runs = runs.assign(config=runs["config"].astype(str).str.replace('"', "", regex=False))
     runs = runs[runs["config"].isin([PAPER, CHAMPION])]
     lines = ["runs read:", *provenance(runs)]
     stray = runs[fell_back(runs)]

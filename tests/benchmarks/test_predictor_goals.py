@@ -7,9 +7,10 @@ CHAMPION_TAG = "guarded(load-predictor@champion=v1)"
 
 
 def fabricate(tmp_path, runs, uri=None):
-    """runs: (config, workload, seed, slo attainment, slot-seconds, predictor tag)."""
+    """runs: (config, workload, seed, slo attainment, slot-seconds, predictor tag); configurations are tagged as
+    runs tag them, their text parameters quoted."""
     return fabricated_suite(tmp_path, "p", (
-        ({"config": config, "controller": "autoscale", "workload": workload, "seed": str(seed),
+        ({"config": config.replace("=registry", '="registry"'), "controller": "autoscale", "workload": workload, "seed": str(seed),
           "predictor": predictor},
          {"slo_attainment": slo, "cost_slot_seconds": cost, "latency_p99_s": 4.0, "scaling_actions": 3})
         for config, workload, seed, slo, cost, predictor in runs), uri)
