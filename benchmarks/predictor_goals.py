@@ -105,10 +105,13 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
     lines.append(f"champion model(s) used: {', '.join(champions) or 'none'}")
     paired = pairs(runs)
     for workload, group in runs.groupby("workload", sort=False):
-        mine = paired[paired["workload"] == workload]
+        mine, rows = paired[paired["workload"] == workload], configuration_rows(group)
+        if not rows:
+            lines += ["", f"{workload}: no finished run ({len(group)} run(s) did not finish)"]
+            continue
         lines += ["", f"{workload}: mean [95 % bootstrap interval] over seeds",
                   "| configuration | seeds | SLO attainment % | cost (slot-s) | p99 latency (s) | scaling actions |",
-                  "|---|---|---|---|---|---|", *configuration_rows(group)]
+                  "|---|---|---|---|---|---|", *rows]
         if len(mine):
             lines.append(f"paired over {len(mine)} seed(s): cost "
                          f"{bootstrap_mean(mine['cost_ratio'].tolist()).text(digits=3)}x the paper's, SLO attainment "
