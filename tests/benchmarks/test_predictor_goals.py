@@ -27,12 +27,29 @@ def test_the_champion_is_compared_with_the_paper_pair_by_pair_and_each_workload_
     rows.append((PAPER, "b", 4, 0.9, 200.0, "paper-ols-extrapolated"))  # no partner: not a pair
     uri, parent = fabricate(tmp_path, rows)
     text = "\n".join(goals(uri, [parent]))
-    assert "paired over 3 seed(s): cost 0.800 [0.800, 0.800]x the paper's, SLO attainment 0.0 [0.0, 0.0] points" in text
-    assert "paired over 3 seed(s): cost 0.900 [0.900, 0.900]x the paper's" in text
-    assert f"champion model(s) used: {CHAMPION_TAG}" in text
+    assert (f"`{CHAMPION}` paired over 3 seed(s): cost 0.800 [0.800, 0.800]x the paper's, SLO attainment 0.0 "
+            "[0.0, 0.0] points") in text
+    assert f"`{CHAMPION}` paired over 3 seed(s): cost 0.900 [0.900, 0.900]x the paper's" in text
+    assert f"`{CHAMPION}` forecast with: {CHAMPION_TAG}" in text
     # over the suite: (0.8 + 0.9) / 2, attainment (0 - 1) / 2 points, within the one point "equal SLO" allows
     assert "over 2 workload(s), 6 pair(s): cost 0.850 [0.800, 0.900]x the paper's" in text
     assert text.rstrip().endswith("met")
+
+
+def test_another_registered_alias_is_shown_beside_the_champion_for_reference(tmp_path):
+    conservative = f"{CHAMPION},predictor_alias=conservative"
+    rows = []
+    for seed in (1, 2):
+        rows += [(PAPER, "a", seed, 0.90, 100.0, "paper-ols-extrapolated"),
+                 (CHAMPION, "a", seed, 0.85, 80.0, CHAMPION_TAG),
+                 (conservative, "a", seed, 0.95, 120.0, "guarded(load-predictor@conservative=v2)")]
+    uri, parent = fabricate(tmp_path, rows)
+    text = "\n".join(goals(uri, [parent]))
+    assert "| `autoscale:predictor=registry,predictor_alias=conservative` (registered model) | 2 | 95.0" in text
+    assert f"`{conservative}` paired over 2 seed(s): cost 1.200 [1.200, 1.200]x the paper's" in text
+    assert "over 1 workload(s), 2 pair(s): cost 0.800 [0.800, 0.800]x the paper's, SLO attainment -5.0" in text
+    assert text.splitlines()[-2] == f"for reference, `{conservative}` against the paper's OLS the same way:"
+    assert text.splitlines()[-1].startswith("  over 1 workload(s), 2 pair(s): cost 1.200")
 
 
 def test_a_dearer_or_less_punctual_champion_misses_and_runs_that_fell_back_are_left_out(tmp_path):
