@@ -4,12 +4,12 @@ registered champion load predictor beat AUTOSCALE steered by the paper's OLS on 
     python -m benchmarks.predictor_goals --parent-run-id ID [...] [--record docs/predictors/autoscale_runs.csv]
 
 The configurations ran the same workload with the same seed, so they are compared pair by pair: for each
-(workload, seed) the champion's cost ÷ the paper's, and its SLO attainment minus the paper's; another registry-steered
-configuration in the runs (the `conservative` alias, say) is compared with the paper's the same way, for reference. Per workload and over
+(workload, seed) the champion's cost ÷ the paper's, and its SLO attainment minus the paper's. Per workload and over
 the suite (each workload counts once: the mean of its pairs), as mean [95 % bootstrap interval]. The goal is met
 when, over the suite, the cost ratio's interval lies below 1 and the champion's attainment is not lower than the
-paper's by more than EQUAL_SLO_POINTS (the project's reading of "at equal SLO": one point of attainment, less than
-the seed-to-seed spread of one configuration on these traces).
+paper's by more than EQUAL_SLO_POINTS (the project's reading of "at equal SLO": one point of attainment). Another
+registry-steered configuration in the runs (the `conservative` alias, say) is compared with the paper's the same
+way, for reference.
 
 A `predictor=registry` run that did not forecast with the registered model (no champion in the store: the run fell
 back to the paper's OLS and said so in its `predictor` tag) measures nothing about the champion: it is left out and
@@ -103,7 +103,7 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
     lines = ["runs read:", *provenance(runs)]
     stray = runs[fell_back(runs)]
     if len(stray):
-        lines.append(f"left out: {len(stray)} `{CHAMPION}` run(s) that did not forecast with a registered model "
+        lines.append(f"left out: {len(stray)} registry-steered run(s) that did not forecast with a registered model "
                      f"(predictor {', '.join(sorted(set(stray['predictor'].fillna('not recorded').astype(str))))}): "
                      f"{', '.join(stray['run_id'])}")
         runs = runs[~fell_back(runs)]

@@ -10,8 +10,8 @@ def fabricate(tmp_path, runs, uri=None):
     """runs: (config, workload, seed, slo attainment, slot-seconds, predictor tag); configurations are tagged as
     runs tag them, their text parameters quoted."""
     return fabricated_suite(tmp_path, "p", (
-        ({"config": config.replace("=registry", '="registry"'), "controller": "autoscale", "workload": workload, "seed": str(seed),
-          "predictor": predictor},
+        ({"config": config.replace("=registry", '="registry"'), "controller": "autoscale", "workload": workload,
+          "seed": str(seed), "predictor": predictor},
          {"slo_attainment": slo, "cost_slot_seconds": cost, "latency_p99_s": 4.0, "scaling_actions": 3})
         for config, workload, seed, slo, cost, predictor in runs), uri)
 
@@ -61,5 +61,5 @@ def test_a_dearer_or_less_punctual_champion_misses_and_runs_that_fell_back_are_l
     rows.append((PAPER, "a", 3, 0.95, 100.0, "paper-ols-extrapolated"))
     uri, parent = fabricate(tmp_path, rows)
     text = "\n".join(goals(uri, [parent]))
-    assert "left out: 1 `autoscale:predictor=registry` run(s) that did not forecast with a registered model" in text
+    assert "left out: 1 registry-steered run(s) that did not forecast with a registered model" in text
     assert "over 1 workload(s), 2 pair(s): cost 0.900" in text and text.rstrip().endswith("MISSED")
