@@ -86,8 +86,8 @@ def group_weights(parts: list["Windows"], weighting: str = "events") -> np.ndarr
     window at twice the trace's usual level counts twice; with this weight the training loss is that score (summed
     over traces), instead of letting a quiet window, whose errors in events/s are small, count as much as a busy one.
     'windows': every window the same (long traces weigh more); 'traces': every group the same whatever its length,
-    so 20,000 windows of one trace cannot drown 800 of another. All three are measured in docs/predictors.md; the
-    dataset spec chooses."""
+    so 20,000 windows of one trace cannot drown 800 of another. The dataset spec chooses; the project's spec
+    (analysis/predictors/dataset.yaml) records how the three compared when it chose."""
     if weighting == "windows":
         return np.ones(sum(len(p) for p in parts))
     if weighting == "events":
