@@ -32,7 +32,9 @@ from jobs.recording.recorder import default_tracking_uri
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 PAPER, CHAMPION = "autoscale", "autoscale:predictor=registry"
-REGISTERED = "load-predictor"  # what a run's predictor tag names when it forecast with a registered model
+# a registry-steered run whose registry had no such model forecasts with the paper's OLS, and its predictor tag says
+# so (jobs/predictors.py); with a model it names the model (guarded(<model>@<alias>=vN)), whatever the model's name
+FELL_BACK_TO = "paper-ols-"
 EQUAL_SLO_POINTS = 0.01
 
 
@@ -42,9 +44,9 @@ def steered(config: str) -> bool:
 
 
 def fell_back(runs: pd.DataFrame) -> pd.Series:
-    """The registry-steered runs whose predictor tag does not name a registered model."""
+    """The registry-steered runs that did not forecast with a registered model (or do not say which they used)."""
     tag = runs["predictor"].fillna("").astype(str) if "predictor" in runs else pd.Series("", index=runs.index)
-    return runs["config"].map(steered) & ~tag.str.contains(REGISTERED, regex=False)
+    return runs["config"].map(steered) & ((tag == "") | tag.str.startswith(FELL_BACK_TO))
 
 
 def pairs(runs: pd.DataFrame, config: str = CHAMPION) -> pd.DataFrame:

@@ -168,7 +168,7 @@ class LearnedPredictor:
     long it answers with the last value, labelled `WARMUP` so that a runtime guard does not score these answers as
     the model's. The last value, not the paper's OLS: over the traces the models are evaluated on, the paper's
     extrapolated line errs 1.46x as much as the last value (docs/predictors.md), and in a Spark run it was the warm-up
-    answers' errors, blamed on the model, that made the guard set a good model aside for the rest of the run. An idle
+    answers' errors, blamed on the model, that made the guard set the model aside for most of the run. An idle
     window (fewer than `horizon.idle_events` events) is answered with the last value under the model's name: the
     model was never trained on idle windows, and that answer is the model's as deployed. `offset` is added to the
     model's scale-free answer: the conservative variant's calibrated margin (split-conformal, see

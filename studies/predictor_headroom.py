@@ -1,7 +1,7 @@
 """How far the load predictors could go on the shared traces with this horizon and these features, to tell a model
 that does not generalise from a task that does not allow more (issue #23; docs/predictors.md).
 
-    python -m studies.predictor_headroom [--dataset analysis/predictors/dataset.yaml]     about a minute; no Spark
+    python -m studies.predictor_headroom [--dataset analysis/predictors/dataset.yaml]     about 30 s; no Spark
 
 Every trace is cut in time: its first half for training, its second half for scoring. The selected candidate
 (analysis.predictors.evaluation: the median-seeking gradient-boosted model, trained with the dataset's weighting) is

@@ -75,8 +75,8 @@ def repository_relative(path: str) -> str:
 
 
 WEIGHTING_WORDS = {
-    "events": "in training a window weighs its level within its trace (the loss is then each trace's MAE in "
-              "events/s, the score)",
+    "events": "in training a window weighs its level within its trace (errors count in units of the trace's mean "
+              "level, closer to the score than equal weights)",
     "windows": "in training every window weighs the same",
     "traces": "in training every trace weighs the same"}
 

@@ -82,9 +82,11 @@ def group_weights(parts: list["Windows"], weighting: str = "events") -> np.ndarr
     """Training weights, mean 1; each part is one leave-one-out group (a trace or a run family).
 
     'events' (the project's choice): a window weighs its level within its trace (its scale ÷ the trace's mean
-    scale). The model is fitted on scale-free targets, but scored by each trace's MAE in events per second, where a
-    window at twice the trace's usual level counts twice; with this weight the training loss is that score (summed
-    over traces), instead of letting a quiet window, whose errors in events/s are small, count as much as a busy one.
+    scale). Targets are scale-free, so with equal weights a quiet window's error counts as much as a busy one's; the
+    score counts errors in events per second, where a window at twice its trace's usual level errs twice as much.
+    With this weight the loss counts each error in units of its trace's mean level: events per second up to one
+    factor per trace, closer to the score than equal weights (for the median model's absolute loss exactly the sum
+    over traces of windows × MAE ÷ mean level; the other candidates' squared or pinball losses weighted alike).
     'windows': every window the same (long traces weigh more); 'traces': every group the same whatever its length,
     so 20,000 windows of one trace cannot drown 800 of another. The dataset spec chooses; the project's spec
     (analysis/predictors/dataset.yaml) records how the three compared when it chose."""

@@ -25,26 +25,34 @@ class Windows:
     history: np.ndarray  # raw rates, shape (n, lags)
     seasonal: np.ndarray  # mean rate of the same span one period earlier / scale (NaN: no period or masked)
     idle: np.ndarray  # bool
+    # which contiguous stretch (one unmasked segment of one series) each window comes from; None: not known
+    segment: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.y)
 
     def take(self, mask: np.ndarray) -> "Windows":
         return Windows(self.X[mask].reset_index(drop=True), self.y[mask], self.scale[mask], self.history[mask],
-                       self.seasonal[mask], self.idle[mask])
+                       self.seasonal[mask], self.idle[mask], None if self.segment is None else self.segment[mask])
 
     @staticmethod
     def concat(parts: list["Windows"]) -> "Windows":
+        segments = None
+        if all(p.segment is not None for p in parts):  # renumbered so no two parts share a stretch
+            offsets = np.cumsum([0] + [int(p.segment.max()) + 1 if len(p) else 0 for p in parts[:-1]])
+            segments = np.concatenate([p.segment + o for p, o in zip(parts, offsets)])
         return Windows(pd.concat([p.X for p in parts], ignore_index=True), *(
-            np.concatenate([getattr(p, f) for p in parts]) for f in ("y", "scale", "history", "seasonal", "idle")))
+            np.concatenate([getattr(p, f) for p in parts]) for f in ("y", "scale", "history", "seasonal", "idle")),
+            segments)
 
 
 def make_windows(series: Series, horizon: Horizon) -> Windows:
     lags, steps = horizon.lags, horizon.steps
     rates = series.rates
-    rows, ys, scales, hist, seasonal, idle = [], [], [], [], [], []
-    for start, stop in series.segments():
+    rows, ys, scales, hist, seasonal, idle, segment = [], [], [], [], [], [], []
+    for number, (start, stop) in enumerate(series.segments()):
         for t in range(start + lags, stop - steps + 1):
+            segment.append(number)
             past = rates[t - lags:t]
             row, scale = features(past, lags, horizon.idle_rate)
             rows.append(row)
@@ -58,7 +66,8 @@ def make_windows(series: Series, horizon: Horizon) -> Windows:
             else:
                 seasonal.append(np.nan)
     return Windows(pd.DataFrame(rows, columns=feature_names(lags)), np.array(ys), np.array(scales),
-                   np.array(hist).reshape(-1, lags), np.array(seasonal), np.array(idle, dtype=bool))
+                   np.array(hist).reshape(-1, lags), np.array(seasonal), np.array(idle, dtype=bool),
+                   np.array(segment, dtype=int))
 
 
 # ---------------------------------------------------------------- baselines (scale-free answers, like the models)

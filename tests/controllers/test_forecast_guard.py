@@ -252,6 +252,22 @@ def test_autoscale_without_the_guard_uses_the_model_throughout():
     assert iterations[-1].details["charge_enrich"] == pytest.approx(3 * arrivals_at(39) / 2.0 * 10.0)
 
 
+def test_autoscale_says_when_a_learned_predictor_is_still_warming_up():
+    """A model needing 15 sub-intervals (30 s of 2 s batches) answers with the last value before; the reason says
+    so, and the guard has nothing of the model's to score then."""
+    learned = LearnedPredictor(lambda rows: [3.0] * len(rows), "load-predictor@champion=v9",
+                               horizon=Horizon(STEP, 5, lags=15))
+    ctl = build_controller("autoscale", {}, OPS, 8)
+    ctl.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, predictor=learned))
+    iterations = [d for d in drive(ctl, 25) if d.reason.startswith("iteration of")]
+    short = "the model's history is still short: last value used"
+    assert [short in d.reason for d in iterations] == [True, True, False, False, False]
+    assert iterations[1].details["charge_enrich"] == pytest.approx(arrivals_at(9) / 2.0 * 10.0)  # the last value
+    assert iterations[1].details["guard_scored_enrich"] == 0 and iterations[-1].details["guard_scored_enrich"] == 2
+    assert iterations[-1].details["charge_enrich"] == pytest.approx(3.0 * sum(
+        arrivals_at(k) / 2.0 for k in range(10, 25)) / 15 * 10.0)  # the model: 3x the window's mean rate
+
+
 @pytest.mark.parametrize("handed_over", [PaperPredictor(), LastValuePredictor()])
 def test_autoscale_never_guards_the_papers_or_the_naive_predictor(handed_over):
     # a registry that fell back hands the paper's predictor over: the paper's behaviour, exactly
