@@ -16,18 +16,15 @@ of them, the seeds measured in earlier sessions included; `--record FILE` alone 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from analysis import run_records
-from analysis.runs import ORACLE, SUMMARY_METRICS, with_cost_to_oracle
+from analysis.runs import ORACLE, with_cost_to_oracle
 from analysis.stats import bootstrap_mean
-from benchmarks.recorded_runs import add_run_arguments, collect, provenance
-from jobs.recording.recorder import default_tracking_uri
+from benchmarks.recorded_runs import collect, provenance, readout_main
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 BEST_GOAL = 1.3  # the best non-oracle configuration's cost / the oracle's
@@ -55,8 +52,6 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
           record: Path | None = None) -> list[str]:
     """The read-out over the runs `collect` gathers."""
     runs = collect(tracking_uri, parents, exclude, record)
-    for column in SUMMARY_METRICS:  # a record's empty cells read back as text or NA
-        runs[column] = pd.to_numeric(runs[column], errors="coerce")
     # against the oracle run of the same workload and seed in any of the parents, not only in the run's own
     runs = with_cost_to_oracle(runs)
     runs.loc[runs["controller"] == ORACLE, "config"] = ORACLE  # its calibrated parameters make a long label
@@ -114,19 +109,7 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.bursty_goals", description=__doc__.split("\n\n")[0])
-    add_run_arguments(p, "bursty", "docs/bursty/runs.csv")
-    args = p.parse_args(argv)
-    if not args.parent_run_id and args.record is None:
-        p.error("give --parent-run-id, --record, or both")
-    try:
-        lines = goals(args.tracking_uri or default_tracking_uri(), args.parent_run_id, tuple(args.exclude_run_id),
-                      args.record)
-    except run_records.BadRecord as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print("\n".join(lines))
-    return 0
+    return readout_main(argv, "benchmarks.bursty_goals", __doc__, "bursty", "docs/bursty/runs.csv", goals)
 
 
 if __name__ == "__main__":

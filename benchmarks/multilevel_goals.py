@@ -12,7 +12,6 @@ cores; slot-aware DS2 and threshold (every configuration of them in the runs) >=
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -20,10 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.runs import SUMMARY_METRICS
 from analysis.stats import bootstrap_mean
-from benchmarks.recorded_runs import add_run_arguments, collect, provenance
-from jobs.recording.recorder import default_tracking_uri
+from benchmarks.recorded_runs import collect, provenance, readout_main
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 STATIC2 = "static:degree=2"
@@ -88,9 +85,6 @@ def verdicts(table: pd.DataFrame) -> list[str]:
 def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...] = (),
           record: Path | None = None) -> list[str]:
     runs = collect(tracking_uri, parents, exclude, record)
-    for column in SUMMARY_METRICS:
-        if column in runs:
-            runs[column] = pd.to_numeric(runs[column], errors="coerce")
     runs = with_cores_to_static(runs)
     lines = ["runs read:", *provenance(runs)]
     for workload, group in runs.groupby("workload", sort=False):
@@ -111,12 +105,7 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.multilevel_goals", description=__doc__.split("\n\n")[0])
-    add_run_arguments(p, "multilevel cluster", "docs/multilevel/runs.csv")
-    args = p.parse_args(argv)
-    print("\n".join(goals(args.tracking_uri or default_tracking_uri(), args.parent_run_id,
-                          tuple(args.exclude_run_id), args.record)))
-    return 0
+    return readout_main(argv, "benchmarks.multilevel_goals", __doc__, "multilevel cluster", "docs/multilevel/runs.csv", goals)
 
 
 if __name__ == "__main__":

@@ -14,18 +14,15 @@ both cuts >= 40 % with 0 lost and 0 duplicated.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+from pathlib import Path
 
 import pandas as pd
 
-from analysis import run_records
-from analysis.runs import SUMMARY_METRICS
 from analysis.stats import bootstrap_mean
 from analysis.suite import split_placement
-from benchmarks.recorded_runs import add_run_arguments, collect, provenance
-from jobs.recording.recorder import default_tracking_uri
+from benchmarks.recorded_runs import collect, provenance, readout_main
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 CUT_GOAL = 0.4  # the slowest task and the p99 latency, each at least this much below hash placement's
@@ -85,23 +82,14 @@ def goals(runs: pd.DataFrame) -> list[str]:
     return lines
 
 
+def readout(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...] = (),
+            record: Path | None = None) -> list[str]:
+    runs = collect(tracking_uri, parents, exclude, record)
+    return goals(runs) + provenance(runs)
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.placement_goals", description=__doc__.split("\n\n")[0])
-    add_run_arguments(p, "placement", "docs/placement/runs.csv")
-    args = p.parse_args(argv)
-    if not args.parent_run_id and args.record is None:
-        p.error("give --parent-run-id, --record, or both")
-    try:
-        runs = collect(args.tracking_uri or default_tracking_uri(), args.parent_run_id, tuple(args.exclude_run_id),
-                       args.record)
-    except run_records.BadRecord as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for column in SUMMARY_METRICS:  # a record's empty cells read back as text or NA
-        if column in runs:
-            runs[column] = pd.to_numeric(runs[column], errors="coerce")
-    print("\n".join(goals(runs) + provenance(runs)))
-    return 0
+    return readout_main(argv, "benchmarks.placement_goals", __doc__, "placement", "docs/placement/runs.csv", readout)
 
 
 if __name__ == "__main__":

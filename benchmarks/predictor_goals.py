@@ -17,7 +17,6 @@ named.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -25,10 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.runs import SUMMARY_METRICS
 from analysis.stats import bootstrap_mean
-from benchmarks.recorded_runs import add_run_arguments, collect, provenance
-from jobs.recording.recorder import default_tracking_uri
+from benchmarks.recorded_runs import collect, provenance, readout_main
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 PAPER, CHAMPION = "autoscale", "autoscale:predictor=registry"
@@ -96,9 +93,6 @@ def suite_comparison(paired: pd.DataFrame) -> tuple[str, bool]:
 def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...] = (),
           record: Path | None = None) -> list[str]:
     runs = collect(tracking_uri, parents, exclude, record)
-    for column in SUMMARY_METRICS:
-        if column in runs:
-            runs[column] = pd.to_numeric(runs[column], errors="coerce")
     # a configuration's label quotes its text parameters (autoscale:predictor="registry"); compare without quotes
     runs = runs.assign(config=runs["config"].astype(str).str.replace('"', "", regex=False))
     runs = runs[(runs["config"] == PAPER) | runs["config"].map(steered)]
@@ -144,12 +138,7 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.predictor_goals", description=__doc__.split("\n\n")[0])
-    add_run_arguments(p, "bursty predictors", "docs/predictors/autoscale_runs.csv")
-    args = p.parse_args(argv)
-    print("\n".join(goals(args.tracking_uri or default_tracking_uri(), args.parent_run_id,
-                          tuple(args.exclude_run_id), args.record)))
-    return 0
+    return readout_main(argv, "benchmarks.predictor_goals", __doc__, "bursty predictors", "docs/predictors/autoscale_runs.csv", goals)
 
 
 if __name__ == "__main__":

@@ -5,14 +5,16 @@ came from. Shared by the read-outs that publish goals (benchmarks.bursty_goals, 
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from analysis import run_records
-from analysis.runs import load_runs
+from analysis.runs import SUMMARY_METRICS, load_runs
 from jobs.recording.machine import describe_machine, machine_tags
 from studies.provenance import suite_provenance
 
@@ -44,6 +46,9 @@ def collect(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ..
         run_records.write_record(record, runs)
     if runs.empty:
         raise SystemExit("no runs: give --parent-run-id, or --record with a file that holds runs")
+    for column in SUMMARY_METRICS:  # a record's empty cells read back as text or NA
+        if column in runs:
+            runs[column] = pd.to_numeric(runs[column], errors="coerce")
     return runs
 
 
@@ -69,3 +74,25 @@ def add_run_arguments(p: argparse.ArgumentParser, suite: str, record_example: st
     p.add_argument("--exclude-run-id", action="append", default=[],
                    help="leave this run out (one a re-run of the same case supersedes); repeatable")
     p.add_argument("--tracking-uri", default=None)
+
+
+def readout_main(argv: list[str] | None, module: str, doc: str, suite: str, record_example: str,
+                 goals: Callable[[str, list[str], tuple[str, ...], Path | None], list[str]]) -> int:
+    """A goal read-out's command line: the common options, then `goals(tracking_uri, parents, exclude, record)`'s
+    lines printed; a record file that cannot be read is a one-line error (exit 2)."""
+    from jobs.recording.recorder import default_tracking_uri
+
+    p = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.split("\n\n")[0])
+    add_run_arguments(p, suite, record_example)
+    args = p.parse_args(argv)
+    if not args.parent_run_id and args.record is None:
+        p.error("give --parent-run-id, --record, or both")
+    try:
+        lines = goals(args.tracking_uri or default_tracking_uri(), args.parent_run_id, tuple(args.exclude_run_id),
+                      args.record)
+    except run_records.BadRecord as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
