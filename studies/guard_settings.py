@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from analysis.predictors.dataset import DEFAULT_SPEC, load_dataset, load_spec
-from analysis.predictors.evaluation import candidates, fit_weighted, group_weights, group_windows
+from analysis.predictors.evaluation import fit_final, group_windows, scores
 from analysis.predictors.guard_replay import guarded_predictions
-from analysis.predictors.windows import Windows, last_value
+from analysis.predictors.windows import Windows, as_deployed, baselines
 
 MODEL = "gradient-boosting-median"
 SETTINGS = ((5, 0.0), (10, 0.0), (10, 0.2), (20, 0.0), (20, 0.2), (20, 0.5))
@@ -32,18 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     spec = load_spec(args.dataset)
     groups = group_windows(load_dataset(spec))
-    active = {g: w.take(~w.idle) for g, w in groups.items()}
     held_out = {}
     for g, everything in groups.items():
-        parts = [w for h, w in active.items() if h != g]
-        model = fit_weighted(candidates(0)[MODEL], Windows.concat(parts), group_weights(parts, spec.weighting))
-        held_out[g] = np.where(everything.idle, last_value(everything), model.predict(everything.X))
+        model = fit_final({h: w for h, w in groups.items() if h != g}, MODEL, weighting=spec.weighting)
+        held_out[g] = as_deployed(model.predict(everything.X), everything)
 
     def ratio(pred: np.ndarray, w: Windows) -> float:
-        busy = ~w.idle
-        actual = w.y[busy] * w.scale[busy]
-        naive = np.abs(last_value(w)[busy] * w.scale[busy] - actual).mean()
-        return float(np.abs(pred[busy] * w.scale[busy] - actual).mean() / naive)
+        busy = w.take(~w.idle)
+        base = baselines(busy, spec.horizon, with_seasonal=False)
+        return scores(pred[~w.idle], busy, base["last-value"], base["paper-ols-extrapolated"])["mae_vs_naive"]
 
     print(f"{MODEL}, held out, MAE ÷ naive per trace ({len(groups)} traces)\n")
     print("| guard | mean | worst | answered naively |\n|---|---|---|---|")

@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from analysis.predictors.dataset import DEFAULT_SPEC, load_dataset, load_spec
-from analysis.predictors.evaluation import candidates, fit_weighted, group_weights, group_windows
-from analysis.predictors.windows import Windows, last_value
+from analysis.predictors.evaluation import fit_final, group_windows, scores
+from analysis.predictors.windows import Windows, baselines
+from controllers.forecast import Horizon
 
 MODEL = "gradient-boosting-median"
 
@@ -33,10 +34,10 @@ def halves(w: Windows) -> tuple[Windows, Windows]:
     return w.take(first), w.take(~first)
 
 
-def mae_vs_naive(model, test: Windows) -> float:
-    actual = test.y * test.scale
-    mae = np.abs(np.asarray(model.predict(test.X)) * test.scale - actual).mean()
-    return float(mae / np.abs(last_value(test) * test.scale - actual).mean())
+def mae_vs_naive(model, test: Windows, horizon: Horizon) -> float:
+    base = baselines(test, horizon, with_seasonal=False)
+    return scores(np.asarray(model.predict(test.X)), test, base["last-value"],
+                  base["paper-ols-extrapolated"])["mae_vs_naive"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,16 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     spec = load_spec(args.dataset)
     groups = {g: halves(w.take(~w.idle)) for g, w in group_windows(load_dataset(spec)).items()}
 
-    def fit(parts: list[Windows]):
-        return fit_weighted(candidates(args.seed)[MODEL], Windows.concat(parts), group_weights(parts, spec.weighting))
+    def fit(firsts: dict[str, Windows]):
+        return fit_final(firsts, MODEL, args.seed, weighting=spec.weighting)
 
-    pooled = fit([first for first, _ in groups.values()])
+    pooled = fit({g: first for g, (first, _) in groups.items()})
     rows = []
     for g, (first, second) in groups.items():
-        held_out = fit([f for h, (f, _) in groups.items() if h != g])
-        own = fit([first])
-        rows.append((g, len(second), mae_vs_naive(held_out, second), mae_vs_naive(pooled, second),
-                     mae_vs_naive(own, second)))
+        held_out = fit({h: f for h, (f, _) in groups.items() if h != g})
+        own = fit({g: first})
+        rows.append((g, len(second), *(mae_vs_naive(m, second, spec.horizon) for m in (held_out, pooled, own))))
     print(f"{MODEL} on each trace's second half, MAE ÷ naive (dataset {args.dataset}, weighting {spec.weighting})\n")
     print("| trace | windows scored | held out | pooled | own |\n|---|---|---|---|---|")
     for g, n, *r in rows:

@@ -12,7 +12,7 @@ import numpy as np
 from analysis.predictors.dataset import DatasetError, Series, series_from_file
 from analysis.predictors.evaluation import scores, summarise
 from analysis.predictors.guard_replay import guarded_predictions
-from analysis.predictors.windows import baselines, last_value, make_windows
+from analysis.predictors.windows import as_deployed, baselines, make_windows
 from controllers.forecast import Horizon, feature_names
 
 
@@ -88,7 +88,7 @@ def evaluate_series(model_ref: str, series_ref: str, tracking_uri: str, compress
     base = baselines(active, horizon, with_seasonal=bool(np.isfinite(active.seasonal).any()))
     naive, paper = base["last-value"], base["paper-ols-extrapolated"]
     per = {name: scores(p, active, naive, paper) for name, p in base.items()}
-    full = np.where(w.idle, last_value(w), np.asarray(model.predict(w.X), dtype=float) + offset)
+    full = as_deployed(np.asarray(model.predict(w.X), dtype=float) + offset, w)
     label = model_ref + (f" (+{offset:.3f} conformal offset)" if offset else "")
     per[label] = scores(full[~w.idle], active, naive, paper)
     # as a controller runs it: the runtime guard sets the model aside while it does worse than naive

@@ -21,7 +21,7 @@ import numpy as np
 
 from analysis.predictors.dataset import Dataset
 from analysis.predictors.guard_replay import guarded_predictions
-from analysis.predictors.windows import Windows, baselines, last_value, make_windows
+from analysis.predictors.windows import Windows, as_deployed, baselines, make_windows
 from controllers.forecast import Horizon
 
 DEFAULT_COVERAGE = 0.8  # the conservative variant's target: under-predict at most 20 % of windows
@@ -165,8 +165,7 @@ def leave_one_trace_out(dataset: Dataset, seed: int = 0, coverage: float = DEFAU
         for name, model in models.items():
             fit_weighted(model, train, weights)
             full = np.asarray(model.predict(everything.X), dtype=float)
-            # the learned predictor answers an idle window with the last value (controllers.forecast)
-            full_predictions.setdefault(g, {})[name] = np.where(everything.idle, last_value(everything), full)
+            full_predictions.setdefault(g, {})[name] = as_deployed(full, everything)
             p = full[~everything.idle]
             predictions[g][name] = p
             residuals[g][name] = test.y - p

@@ -76,6 +76,12 @@ def last_value(w: Windows) -> np.ndarray:
     return w.history[:, -1] / w.scale
 
 
+def as_deployed(model_ratio: np.ndarray, w: Windows) -> np.ndarray:
+    """A model's scale-free answers as controllers.forecast.LearnedPredictor gives them: the last value on idle
+    windows (the model never saw one in training), the model's own elsewhere."""
+    return np.where(w.idle, last_value(w), model_ratio)
+
+
 def seasonal_naive(w: Windows) -> np.ndarray:
     """The same span one period earlier; where there is none (no period, or it was masked), the last value."""
     return np.where(np.isfinite(w.seasonal), w.seasonal, last_value(w))
