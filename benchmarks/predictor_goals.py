@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import bootstrap_mean
+from analysis.suite import parse_variant
 from benchmarks.recorded_runs import collect, provenance, readout_main
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -37,7 +38,8 @@ EQUAL_SLO_POINTS = 0.01
 
 def steered(config: str) -> bool:
     """An AUTOSCALE configuration steered by a registered model: the champion, or another alias (conservative)."""
-    return config.startswith("autoscale:") and "predictor=registry" in config.split(":", 1)[1].split(",")
+    name, params = parse_variant(config)
+    return name == PAPER and "predictor=registry" in params
 
 
 def fell_back(runs: pd.DataFrame) -> pd.Series:
