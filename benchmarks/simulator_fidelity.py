@@ -52,7 +52,7 @@ def resimulate(client, run_id: str, calibration, noise_draws: int = 0) -> tuple[
         topology = json.loads(Path(client.download_artifacts(run_id, "config/topology.json", tmp)).read_text())
     params = run.data.params
     operators = [op["name"] for op in topology["operators"]]
-    plant = calibration.plant(operators, float(params["trigger_s"]), int(params["max_degree"]))
+    plant = calibration.plant(operators, float(params["trigger_s"]), int(params["max_degree"]), _chaining(params))
     schedule = Schedule(parse_workload(workload, source=f"run {run_id}"))
     started = time.perf_counter()
     settings = dict(slo_latency_s=float(params["slo.latency_s"]), slo_target=float(params["slo.target"]),
@@ -68,6 +68,11 @@ def resimulate(client, run_id: str, calibration, noise_draws: int = 0) -> tuple[
     return figures, schedule.spec.duration_s, took
 
 
+def _chaining(params: dict) -> bool:
+    """Whether the run chained its operators (recorded since chaining exists; on before it was never off)."""
+    return str(params.get("chain_operators", "True")).lower() != "false"
+
+
 SIZE_BUCKETS = (0, 2_000, 8_000, 16_000, 40_000)  # records read per batch
 
 
@@ -76,7 +81,7 @@ def batch_fidelity(client, runs: pd.DataFrame, calibration) -> pd.DataFrame:
     degrees Spark actually had, against the measured one — fidelity where a run-level comparison has no complete
     run, e.g. on bursts that lose the SLO target early. Bucketed by records read, and by whether the batch is the
     first at new degrees."""
-    from controllers.cost_model import operator_timing
+    from controllers.cost_model import extra_stages, operator_timing
 
     rows = []
     for _, r in runs.iterrows():
@@ -92,8 +97,11 @@ def batch_fidelity(client, runs: pd.DataFrame, calibration) -> pd.DataFrame:
             spans = sum(operator_timing(op, int(b[f"records_in_{op.name}"]), int(b[f"degree_{op.name}"]),
                                         plant.slots)[0] for op in plant.operators)
             degrees = tuple(int(b[f"degree_{op.name}"]) for op in plant.operators)
+            extra = extra_stages(plant.operators, {op.name: d for op, d in zip(plant.operators, degrees)},
+                                 plant.chaining)
             rows.append({"records": int(b["records_read"]), "measured_s": float(b["batch_duration_s"]),
-                         "simulated_s": plant.batch_overhead_s + spans, "degree_sum": sum(degrees),
+                         "simulated_s": plant.batch_overhead_s + plant.stage_overhead_s * extra + spans,
+                         "degree_sum": sum(degrees),
                          "after_change": previous is not None and degrees != previous})
             previous = degrees
     table = pd.DataFrame(rows)

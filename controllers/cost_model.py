@@ -6,12 +6,18 @@ the stage pays a launch time for every task after its first that no task's busy 
 tasks out one after another, so a stage of 8 tiny tasks takes about 7 launches longer than its work (measured by
 jobs.calibrate's degree sweep: about 20 ms per task in local mode; a calibration at one degree cannot see it and
 leaves it at 0).
+
+Stages: the job runs an operator in its predecessor's tasks when it needs no shuffle (not keyed, same degree:
+`stage_groups`, Flink's operator chaining, jobs.operators.chains), and each stage beyond that costs a fixed time of
+its own (task launch, a Python worker's hand-over, an Arrow round trip: about 0.1 s per batch on 2 cores,
+docs/benchmarks.md). The batch's fixed overhead is that of the fewest stages (every operator at one degree, as a
+calibration's chained batches run); `extra_stages` counts the stages a degree vector adds to it.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol, Sequence
 
 
 class ArrivalSchedule(Protocol):
@@ -31,6 +37,7 @@ class OperatorModel:
     selectivity: float = 1.0
     task_overhead_s: float = 0.002
     task_launch_s: float = 0.0  # stage wall time per task outside any task's busy time
+    keyed: bool = False  # its input is shuffled by key: it always starts a stage of its own
 
 
 def operator_timing(op: OperatorModel, records: int, degree: int, slots: int) -> tuple[float, float]:
@@ -38,3 +45,23 @@ def operator_timing(op: OperatorModel, records: int, degree: int, slots: int) ->
     per_task = records * op.service_s / degree + op.task_overhead_s
     waves = math.ceil(degree / slots)
     return waves * per_task + (degree - 1) * op.task_launch_s, degree * per_task
+
+
+def stage_groups(keyed: Sequence[bool], degrees: Sequence[int], chaining: bool = True) -> list[list[int]]:
+    """The operators (by position) grouped into the stages they run in: an operator joins its predecessor's stage
+    when chaining is on, it is not keyed and it has its predecessor's degree (the repartition before it would only
+    move records between the same number of tasks)."""
+    groups: list[list[int]] = []
+    for i, (is_keyed, degree) in enumerate(zip(keyed, degrees)):
+        if chaining and groups and not is_keyed and degree == degrees[i - 1]:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def extra_stages(operators: Sequence[OperatorModel], degrees: Mapping[str, int], chaining: bool = True) -> int:
+    """The stages a degree vector runs beyond the fewest its operators can run in (all at one degree, chained)."""
+    keyed = [op.keyed for op in operators]
+    fewest = len(stage_groups(keyed, [1] * len(operators), chaining))
+    return len(stage_groups(keyed, [degrees[op.name] for op in operators], chaining)) - fewest

@@ -42,39 +42,47 @@ INFEASIBLE = "INFEASIBLE"
 
 
 def least_cost_vector(models: tuple[OperatorModel, ...], records: int, budget_s: float, overhead_s: float,
-                      slots: int, min_degree: int, max_degree: int) -> tuple[dict[str, int], float, bool]:
+                      slots: int, min_degree: int, max_degree: int, stage_overhead_s: float = 0.0
+                      ) -> tuple[dict[str, int], float, bool]:
     """(degrees, predicted duration, feasible): the least Σp with predicted duration <= budget, exactly; when none
-    fits, the vector with the shortest duration (least Σp among those)."""
-    # per operator: (degree, span) for the degrees that shorten its span (a longer or equal span never helps)
+    fits, the vector with the shortest duration (least Σp among those). An unkeyed operator at another degree than
+    its predecessor's runs a stage of its own, which costs `stage_overhead_s` (controllers.cost_model)."""
+    # per operator: (degree, span) for the degrees worth trying. Without a stage cost a degree whose span is not
+    # shorter than a smaller one's never helps; with one it may (it lets the operator chain with a neighbour)
     options = []
     flowing = float(records)
     for op in models:
         best, cands = None, []
         for p in range(min_degree, max_degree + 1):
             span = operator_timing(op, int(round(flowing)), p, slots)[0]
-            if best is None or span < best - 1e-12:
+            if stage_overhead_s > 0 or best is None or span < best - 1e-12:
                 cands.append((p, span))
-                best = span
+                best = span if best is None else min(best, span)
         options.append(cands)
         flowing *= op.selectivity
-    # dynamic programme: total degree -> (least total span, the vector achieving it)
-    frontier: dict[int, tuple[float, tuple[int, ...]]] = {0: (0.0, ())}
-    for cands in options:
-        nxt: dict[int, tuple[float, tuple[int, ...]]] = {}
-        for cost, (span, vec) in frontier.items():
+    # dynamic programme: (total degree, last degree) -> (least total time beyond the batch overhead, the vector)
+    frontier: dict[tuple[int, int], tuple[float, tuple[int, ...]]] = {(0, 0): (0.0, ())}
+    for i, (op, cands) in enumerate(zip(models, options)):
+        nxt: dict[tuple[int, int], tuple[float, tuple[int, ...]]] = {}
+        for (cost, last), (time_s, vec) in frontier.items():
             for p, s in cands:
-                key, value = cost + p, (span + s, vec + (p,))
+                stage = stage_overhead_s if i > 0 and not op.keyed and p != last else 0.0
+                key, value = (cost + p, p), (time_s + s + stage, vec + (p,))
                 if key not in nxt or value[0] < nxt[key][0] - 1e-12:
                     nxt[key] = value
         frontier = nxt
+    best_per_cost: dict[int, tuple[float, tuple[int, ...]]] = {}
+    for (cost, _), value in frontier.items():
+        if cost not in best_per_cost or value[0] < best_per_cost[cost][0] - 1e-12:
+            best_per_cost[cost] = value
     names = [op.name for op in models]
-    for cost in sorted(frontier):
-        span, vec = frontier[cost]
-        if overhead_s + span <= budget_s:
-            return dict(zip(names, vec)), overhead_s + span, True
-    fastest = min(frontier, key=lambda c: (frontier[c][0], c))
-    span, vec = frontier[fastest]
-    return dict(zip(names, vec)), overhead_s + span, False
+    for cost in sorted(best_per_cost):
+        time_s, vec = best_per_cost[cost]
+        if overhead_s + time_s <= budget_s:
+            return dict(zip(names, vec)), overhead_s + time_s, True
+    fastest = min(best_per_cost, key=lambda c: (best_per_cost[c][0], c))
+    time_s, vec = best_per_cost[fastest]
+    return dict(zip(names, vec)), overhead_s + time_s, False
 
 
 def _costs_cover(service_s: Mapping[str, float], operators) -> bool | str:
@@ -96,6 +104,10 @@ class OracleController(Controller):
         "task_launch_s": Param(float, 0.0, "stage time per task outside its busy time: scheduling (calibrated)",
                                0.0),
         "batch_overhead_s": Param(float, 0.05, "fixed cost of one batch: scheduling, commit (calibrated)", 0.0),
+        "stage_overhead_s": Param(float, 0.0, "fixed cost of each stage an unchained operator adds (calibrated)",
+                                  0.0),
+        "keyed": Param(bool, {}, "operators whose input is shuffled by key: each starts a stage (calibrated)",
+                       per_operator=True),
         "slots": Param(int, 0, "tasks that can run at once (executor cores); 0: the run's max degree", 0),
         "slo_latency_s": Param(float, 0.0, "latency objective every event should meet; 0: the run's SLO", 0.0),
         "headroom": Param(float, 0.9, "plan for this fraction of the budget (calibration is not exact)", 0.05, 1.0),
@@ -113,7 +125,8 @@ class OracleController(Controller):
         super().__init__(params, operators, max_degree)
         p = self.params
         self.models = tuple(OperatorModel(op, float(p["service_s"][op]), float(p["selectivity"].get(op, 1.0)),
-                                          p["task_overhead_s"], p["task_launch_s"]) for op in self.operators)
+                                          p["task_overhead_s"], p["task_launch_s"], bool(p["keyed"].get(op)))
+                            for op in self.operators)
         self.slots = min(p["slots"], max_degree) if p["slots"] else max_degree
         self.arrivals: Arrivals | None = None
         self.trigger_s = 1.0
@@ -137,7 +150,8 @@ class OracleController(Controller):
         age = start_s - float(self.arrivals.arrival_us(read, read + 1)[0]) / US if records else 0.0
         budget = self.params["headroom"] * (self.slo_latency_s - age)
         degrees, duration, feasible = least_cost_vector(self.models, records, budget, self.params["batch_overhead_s"],
-                                                        self.slots, self.params["min_degree"], self.max_degree)
+                                                        self.slots, self.params["min_degree"], self.max_degree,
+                                                        self.params["stage_overhead_s"])
         arriving = self.arrivals.count_due(int((start_s + trigger_s) * US)) - due
         return degrees, {"records": records, "budget_s": budget, "predicted_s": duration, "oldest_age_s": age,
                          # for the decision ledger (controllers/ledger.py): the schedule's rate over the next

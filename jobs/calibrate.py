@@ -9,7 +9,9 @@ and `calibration/oracle.yaml`), and passed to the oracle as parameters, so every
 
 The fit: over the calibration's batches, an operator's busy time is records_in × service + tasks × task overhead
 (least squares; the load rises through the run so the two separate); selectivity = records out / records in; the
-batch overhead is the median of batch duration minus the operators' spans.
+batch time outside the operators' spans is a + b x the stages the batch ran beyond the fewest: b the stage overhead
+(least squares), a the batch overhead (the median of what b leaves). The degree sweep alternates every operator at
+one degree (chained: the fewest stages) with vectors where neighbours differ (a stage each), or b would not show.
 
 The noise (what the simulator draws around those costs, so screening sees runs vary as Spark's do): the log-scale
 standard deviation of the batch overhead over the batches, and per operator that of measured ÷ modelled span.
@@ -24,19 +26,44 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import yaml
 
+from controllers.cost_model import OperatorModel, extra_stages
 from jobs.config import InputError, RunConfig
 from jobs.floor import CALIBRATION
 
 DEFAULT_OUT = CALIBRATION  # .local/calibration/oracle.yaml, where jobs.run looks for the latency floor
 
 
-def fit_costs(batches: pd.DataFrame, operators: Sequence[str], slots: int = 4) -> dict[str, Any]:
+def batch_extra_stages(batches: pd.DataFrame, operators: Sequence[str], keyed: Mapping[str, bool],
+                       chaining: bool = True) -> np.ndarray:
+    """Per batch, the stages its degree vector ran beyond the fewest (controllers.cost_model.extra_stages); zeros
+    when the batches do not record their degrees."""
+    if any(f"degree_{op}" not in batches for op in operators):
+        return np.zeros(len(batches))
+    models = [OperatorModel(op, 0.0, keyed=bool(keyed.get(op))) for op in operators]
+    return np.array([extra_stages(models, {op: int(row[f"degree_{op}"]) for op in operators}, chaining)
+                     for _, row in batches.iterrows()], dtype=float)
+
+
+def fit_overheads(residual: np.ndarray, extra: np.ndarray) -> tuple[float, float]:
+    """(batch overhead, stage overhead): the batch time outside the operators' spans as a + b x extra stages.
+    b by least squares when the batches ran with different numbers of stages (else 0: it cannot be seen), never
+    below 0; a as the median of what b leaves (a median: one slow batch must not move the floor)."""
+    stage = 0.0
+    if len(np.unique(extra)) > 1:
+        X = np.column_stack([np.ones_like(extra), extra])
+        (_, stage), *_ = np.linalg.lstsq(X, residual, rcond=None)
+        stage = max(0.0, float(stage))
+    return float(np.median(np.maximum(0.0, residual - stage * extra))), stage
+
+
+def fit_costs(batches: pd.DataFrame, operators: Sequence[str], slots: int = 4,
+              keyed: Mapping[str, bool] | None = None, chaining: bool = True) -> dict[str, Any]:
     service, selectivity, task_overheads = {}, {}, []
     for op in operators:
         rows = batches[batches[f"records_in_{op}"] > 0]
@@ -50,10 +77,13 @@ def fit_costs(batches: pd.DataFrame, operators: Sequence[str], slots: int = 4) -
         task_overheads.append(max(0.0, float(per_task)))
         selectivity[op] = float(rows[f"records_out_{op}"].sum() / rows[f"records_in_{op}"].sum())
     spans = batches[[f"span_s_{op}" for op in operators]].sum(axis=1)
-    overhead = float(np.median(np.maximum(0.0, batches["batch_duration_s"] - spans)))
+    keyed = dict(keyed or {})
+    overhead, stage = fit_overheads((batches["batch_duration_s"] - spans).to_numpy(float),
+                                    batch_extra_stages(batches, operators, keyed, chaining))
     costs = {"service_s": service, "selectivity": selectivity, "task_overhead_s": float(np.median(task_overheads)),
              "batch_overhead_s": overhead}
-    return {**costs, "task_launch_s": fit_launch(batches, operators, costs, slots)}
+    return {**costs, "task_launch_s": fit_launch(batches, operators, costs, slots), "stage_overhead_s": stage,
+            "keyed": {op: bool(keyed.get(op)) for op in operators}}
 
 
 def fit_launch(batches: pd.DataFrame, operators: Sequence[str], costs: dict[str, Any], slots: int) -> float:
@@ -86,14 +116,17 @@ def _log_sd(ratios: np.ndarray) -> float:
     return float(np.std(np.log(ratios), ddof=1)) if len(ratios) >= 3 else 0.0
 
 
-def fit_noise(batches: pd.DataFrame, operators: Sequence[str], costs: dict[str, Any], slots: int = 4
-              ) -> dict[str, Any]:
+def fit_noise(batches: pd.DataFrame, operators: Sequence[str], costs: dict[str, Any], slots: int = 4,
+              chaining: bool = True) -> dict[str, Any]:
     """The spreads of the simulator's noise (module docstring), from the same batches as `costs`."""
     steady = batches[batches["batch_id"] > batches["batch_id"].min()] if "batch_id" in batches else batches.iloc[1:]
     spans = steady[[f"span_s_{op}" for op in operators]].sum(axis=1)
+    extra = batch_extra_stages(steady, operators, costs.get("keyed", {}), chaining)
     residual = (steady["batch_duration_s"] - spans).to_numpy(float)
-    overhead = costs["batch_overhead_s"]
-    overhead_sigma = _log_sd(residual[residual > MIN_SECONDS] / overhead) if overhead > MIN_SECONDS else 0.0
+    # the plant draws one factor on the batch's whole fixed cost: its overhead and its extra stages'
+    fixed = costs["batch_overhead_s"] + costs.get("stage_overhead_s", 0.0) * extra
+    keep = (residual > MIN_SECONDS) & (fixed > MIN_SECONDS)
+    overhead_sigma = _log_sd(residual[keep] / fixed[keep]) if costs["batch_overhead_s"] > MIN_SECONDS else 0.0
     service_sigma = {}
     for op in operators:  # on the span, the time the plant draws around (work in waves plus the tasks' launches)
         rows = steady[steady[f"records_in_{op}"] > 0]
@@ -116,7 +149,9 @@ def variant(params: dict[str, Any]) -> str:
     """The oracle's configuration as a suite variant string (controller:param=value,...)."""
     def flow(value: Any) -> str:
         if isinstance(value, dict):
-            return "{" + ", ".join(f"{k}: {_number(float(v))}" for k, v in value.items()) + "}"
+            return "{" + ", ".join(f"{k}: {flow(v)}" for k, v in value.items()) + "}"
+        if isinstance(value, bool):
+            return "true" if value else "false"
         return _number(value) if isinstance(value, float) else str(value)
     # an empty text (no calibration run recorded) is the parameter's default: written out it would read back as null
     return "oracle:" + ",".join(f"{k}={flow(v)}" for k, v in params.items() if v != "")
@@ -125,24 +160,38 @@ def variant(params: dict[str, Any]) -> str:
 BATCHES_PER_DEGREE = 3  # the project's choice: each degree of the sweep holds for 3 batches, then the next
 
 
-def degree_sweep(degrees: Sequence[int], operators: Sequence[str], batches: int) -> tuple[str, dict[str, Any]]:
+def unchained(degree: int, operators: Sequence[str], max_degree: int) -> dict[str, int]:
+    """A vector around `degree` in which every other operator takes a neighbouring degree, so that no two
+    neighbours chain: the batches that show what a stage of its own costs (controllers.cost_model)."""
+    other = degree * 2 if degree * 2 <= max_degree else max(1, degree // 2)
+    return {op: degree if i % 2 == 0 else other for i, op in enumerate(operators)}
+
+
+def degree_sweep(degrees: Sequence[int], operators: Sequence[str], batches: int, max_degree: int = 8,
+                 stages: bool = True) -> tuple[str, dict[str, Any]]:
     """The controller that holds each of `degrees` (every operator) for BATCHES_PER_DEGREE batches in turn, over
     the calibration's batches: static for one degree, scripted for several. Why several: at one degree every batch
     has the same number of tasks, so a task's fixed cost cannot be told from a batch's; a run at degree 8 on a
-    bursty trace then took 2 s per batch where a calibration at degree 2 predicted 0.7 s (docs/tuning.md)."""
-    if len(degrees) == 1:
+    bursty trace then took 2 s per batch where a calibration at degree 2 predicted 0.7 s (docs/tuning.md).
+    With `stages`, each degree is followed by an unchained vector around it (`unchained`): with every operator at
+    one degree the job runs the fewest stages, and a stage's own cost cannot be told from the batch's either."""
+    if len(degrees) == 1 and not stages:
         return "static", {"degree": degrees[0]}
+    steps = [{op: d for op in operators} for d in degrees]
+    if stages:
+        steps = [v for d, chained in zip(degrees, steps) for v in (chained, unchained(d, operators, max_degree))]
     changes, batch = {}, BATCHES_PER_DEGREE - 1
     step = 1
     while batch < batches:
-        changes[batch] = {op: degrees[step % len(degrees)] for op in operators}
+        changes[batch] = steps[step % len(steps)]
         batch += BATCHES_PER_DEGREE
         step += 1
     return "scripted", {"initial_degree": degrees[0], "changes": changes}
 
 
 def calibrate(master: str, trigger_s: float, max_degree: int, degree: int | Sequence[int], duration_s: float,
-              peak_rate: float, tracking_uri: str | None, experiment: str, out: Path) -> dict[str, Any]:
+              peak_rate: float, tracking_uri: str | None, experiment: str, out: Path, stages: bool = True
+              ) -> dict[str, Any]:
     from mlflow.tracking import MlflowClient
 
     from jobs.experiment import run_experiment
@@ -154,7 +203,9 @@ def calibrate(master: str, trigger_s: float, max_degree: int, degree: int | Sequ
         from jobs.topology import load_topology
 
         degrees = [degree] if isinstance(degree, int) else list(degree)
-        controller, params = degree_sweep(degrees, load_topology("default").names, int(duration_s / trigger_s) + 2)
+        topology = load_topology("default")
+        controller, params = degree_sweep(degrees, topology.names, int(duration_s / trigger_s) + 2, max_degree,
+                                          stages)
         config = RunConfig(controller, params, workload, master=master, trigger_s=trigger_s,
                            max_degree=max_degree, tracking_uri=tracking_uri, experiment=experiment,
                            run_name=f"calibration {master}", tags={"kind": "calibration"},
@@ -164,8 +215,9 @@ def calibrate(master: str, trigger_s: float, max_degree: int, degree: int | Sequ
     client = MlflowClient(result["tracking_uri"])
     run = client.get_run(result["run_id"])
     slots = int(run.data.params.get("spark.default_parallelism", max_degree))
-    costs = fit_costs(batches, config.topo.names, slots)
-    noise = fit_noise(batches, config.topo.names, costs, slots)
+    keyed = {op.name: op.keyed for op in config.topo.operators}
+    costs = fit_costs(batches, config.topo.names, slots, keyed, config.chain_operators)
+    noise = fit_noise(batches, config.topo.names, costs, slots, config.chain_operators)
     params = {**costs, "slots": slots, "calibration_run": result["run_id"]}
     out.parent.mkdir(parents=True, exist_ok=True)
     measured = {"master": run.data.params.get("spark.master.effective", master), "at": run.info.start_time / 1000}
@@ -192,8 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--degrees", default="1,2,4,8",
                    help="degrees of every operator while measuring, each held for 3 batches in turn (one value: "
                         "a static run at that degree)")
-    p.add_argument("--duration", type=float, default=48.0,
-                   help="seconds of the rising load (48 s at a 2 s trigger: the degree sweep twice over)")
+    p.add_argument("--duration", type=float, default=96.0,
+                   help="seconds of the rising load (96 s at a 2 s trigger: the degree sweep, each degree chained "
+                        "and unchained, twice over)")
+    p.add_argument("--no-stages", dest="stages", action="store_false",
+                   help="every operator at one degree throughout (the fewest stages): no stage cost is measured")
     p.add_argument("--peak-rate", type=float, default=4000.0, help="events/s at the end of the rising load")
     p.add_argument("--tracking-uri", default=None)
     p.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
@@ -207,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         if not degrees or any(not 1 <= d <= args.max_degree for d in degrees):
             raise InputError(f"--degrees {args.degrees!r}: each degree must be in [1, --max-degree {args.max_degree}]")
         params = calibrate(args.master, args.trigger, args.max_degree, degrees, args.duration, args.peak_rate,
-                           args.tracking_uri, args.experiment, args.out)
+                           args.tracking_uri, args.experiment, args.out, args.stages)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

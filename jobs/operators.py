@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from controllers.cost_model import stage_groups
 from jobs.query_runtime import as_table, stateful_step
 from jobs.sink_check import partials_count
 from jobs.topology import Topology
@@ -46,13 +47,9 @@ def chains(query: Query, degrees: Mapping[str, int], chaining: bool = True) -> l
     about 0.1 s per batch on 2 cores: docs/benchmarks.md) and changes no operator's degree or result.
     A DataFrame operator chains the same way: Spark runs it in the JVM on the output of the Python task before it,
     within the stage, and the Arrow operators after it join the pass that measures it (apply_query)."""
-    out: list[tuple[Operator, ...]] = []
-    for op in query.operators:
-        if chaining and out and not op.keyed and degrees[op.name] == degrees[out[-1][-1].name]:
-            out[-1] = out[-1] + (op,)
-        else:
-            out.append((op,))
-    return out
+    ops = query.operators
+    groups = stage_groups([op.keyed for op in ops], [degrees[op.name] for op in ops], chaining)
+    return [tuple(ops[i] for i in group) for group in groups]
 
 
 def apply_query(df, query: Query, degrees: Mapping[str, int], accumulators: Mapping | None = None,

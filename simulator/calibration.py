@@ -36,6 +36,10 @@ class Calibration:
     run_id: str = ""
     source: str = "<params>"
     task_launch_s: float = 0.0  # absent in a calibration made at one degree (it cannot be measured there)
+    # each stage an unchained operator adds (controllers.cost_model.extra_stages), and the operators that always
+    # start one; absent in a calibration whose batches all ran fully chained (the stage cost cannot be seen there)
+    stage_overhead_s: float = 0.0
+    keyed: Mapping[str, bool] = field(default_factory=dict)
     # the simulator's noise (jobs.calibrate.fit_noise); absent in a calibration made before it was measured: the
     # plant is then deterministic, and a study says so (its params record the spreads it used)
     batch_overhead_sigma: float = 0.0
@@ -70,10 +74,14 @@ class Calibration:
             raise CalibrationError(f"{source}: field 'slots' must be an integer >= 1 (the task slots the "
                                    f"calibration ran with), got {slots!r}")
         launch = number("task_launch_s") if "task_launch_s" in params else 0.0
+        stage = number("stage_overhead_s") if "stage_overhead_s" in params else 0.0
+        keyed = params.get("keyed") or {}
+        if not isinstance(keyed, Mapping) or any(not isinstance(v, bool) for v in keyed.values()):
+            raise CalibrationError(f"{source}: field 'keyed' must map operators to true/false, got {keyed!r}")
         return cls({str(k): float(v) for k, v in service.items()},
                    {str(k): float(v) for k, v in selectivity.items()}, number("task_overhead_s"),
                    number("batch_overhead_s"), slots, str(params.get("calibration_run", "")), source,
-                   task_launch_s=launch)
+                   task_launch_s=launch, stage_overhead_s=stage, keyed={str(k): v for k, v in keyed.items()})
 
     @classmethod
     def from_file(cls, path: Path) -> "Calibration":
@@ -135,12 +143,15 @@ class Calibration:
                 f"{self.source}: calibrated on operators {', '.join(self.service_s)}, but the topology has "
                 f"{', '.join(operators)} (measured on another topology: run python -m jobs.calibrate for this one)")
 
-    def plant(self, operators: Sequence[str], trigger_s: float, max_degree: int) -> PlantConfig:
+    def plant(self, operators: Sequence[str], trigger_s: float, max_degree: int, chaining: bool = True
+              ) -> PlantConfig:
+        """The plant model of the calibrated job; `chaining` as the runs it stands for (jobs.run --no-chaining)."""
         self.check_operators(operators)
         models = tuple(OperatorModel(op, self.service_s[op], self.selectivity.get(op, 1.0), self.task_overhead_s,
-                                     self.task_launch_s) for op in operators)
+                                     self.task_launch_s, bool(self.keyed.get(op))) for op in operators)
         return PlantConfig(models, trigger_interval_s=trigger_s, slots=self.slots,
                            batch_overhead_s=self.batch_overhead_s, max_degree=max_degree,
+                           stage_overhead_s=self.stage_overhead_s, chaining=chaining,
                            batch_overhead_sigma=self.batch_overhead_sigma,
                            service_sigma={op: self.service_sigma.get(op, 0.0) for op in operators})
 
@@ -148,5 +159,6 @@ class Calibration:
         """The oracle's configuration on this calibration, told the plant's exact costs (headroom 1)."""
         return {"service_s": dict(self.service_s), "selectivity": dict(self.selectivity),
                 "task_overhead_s": self.task_overhead_s, "task_launch_s": self.task_launch_s,
-                "batch_overhead_s": self.batch_overhead_s,
+                "batch_overhead_s": self.batch_overhead_s, "stage_overhead_s": self.stage_overhead_s,
+                "keyed": dict(self.keyed),
                 "slots": self.slots, "headroom": 1.0, "calibration_run": self.run_id}

@@ -7,8 +7,9 @@ the job. The model keeps what matters for elasticity in a micro-batch engine and
   event that is due;
 - operator i processes its input with per-record service time s_i spread over p_i tasks, on at most `slots`
   tasks at a time (so degrees beyond the slots add waves, not speed), plus a fixed per-task overhead;
-- operators run one after another (each is a stage behind a shuffle), so the batch takes the sum of their spans
-  plus a fixed per-batch overhead;
+- operators run one after another, so the batch takes the sum of their spans plus a fixed per-batch overhead;
+  an operator runs in its predecessor's stage unless it is keyed or has another degree (the job's operator
+  chaining), and each stage beyond the fewest the operators can run in adds `stage_overhead_s`;
 - records leave when their batch ends; latency is measured from each event's scheduled arrival;
 - a controller that manages executors (one core each) sets the slots: an added executor's slot counts from
   `executor_delay_s` after the decision, a removed one at once; the run's cores held are integrated;
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
-from controllers.cost_model import ArrivalSchedule, OperatorModel, operator_timing
+from controllers.cost_model import ArrivalSchedule, OperatorModel, extra_stages, operator_timing
 from controllers.loop import ControlLoop, DecisionRecord
 from controllers.types import OperatorMetrics, Snapshot
 from params.units import US
@@ -46,8 +47,11 @@ class PlantConfig:
     operators: tuple[OperatorModel, ...]
     trigger_interval_s: float = 1.0
     slots: int = 4
-    batch_overhead_s: float = 0.05
+    batch_overhead_s: float = 0.05  # with every operator chained as far as it can be (the fewest stages)
     max_degree: int = 8
+    # the fixed cost of each stage beyond the fewest (controllers.cost_model.extra_stages); `chaining` as the run's
+    stage_overhead_s: float = 0.0
+    chaining: bool = True
     # log-scale spreads of the noise (0: none). The overhead's factor has median 1 (the calibration fits the
     # overhead as a median); an operator's factor has mean 1 (its service time is a least-squares mean).
     batch_overhead_sigma: float = 0.0
@@ -168,7 +172,9 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
                                        busy / degrees[op.name], span))
             span_total += span
             records = out
-        duration = config.batch_overhead_s * noise.overhead() + span_total
+        fixed = config.batch_overhead_s + config.stage_overhead_s * extra_stages(config.operators, degrees,
+                                                                                  config.chaining)
+        duration = fixed * noise.overhead() + span_total
         end = t + duration
         latencies = end - arrivals.arrival_us(read, due) / US
         read = due

@@ -91,7 +91,8 @@ def cmd_screen(args) -> int:
     print(f"screening {args.controller} on {spec.name} ({spec.duration_s if args.duration is None else args.duration:g}"
           f" s, seeds {','.join(map(str, seeds))}) in the plant model calibrated by {calibration.source}"
           f"{' (run ' + calibration.run_id + ')' if calibration.run_id else ''}: trigger {args.trigger_s:g} s, "
-          f"{plant.slots} slots, batch overhead {plant.batch_overhead_s:.3f} s; SLO {args.slo_latency_s:g} s for "
+          f"{plant.slots} slots, batch overhead {plant.batch_overhead_s:.3f} s (+{plant.stage_overhead_s:.3f} s per "
+          f"unchained stage); SLO {args.slo_latency_s:g} s for "
           f"{100 * args.slo_target:g} % of events, judged in the plant within {args.screen_headroom:g} x "
           f"{args.slo_latency_s:g} s{noise}")
     header = "  cost slot-s  ÷orac     SLO  judged   p95 s  actions  configuration"

@@ -75,6 +75,7 @@ def run_study(request: StudyRequest, *, name: str, storage: str | None, tracking
               "calibration.master": calibration.master or "unknown",
               "calibration.age_h": "unknown" if calibration.age_hours() is None else f"{calibration.age_hours():.1f}",
               "plant.slots": plant.slots, "plant.batch_overhead_s": plant.batch_overhead_s,
+              "plant.stage_overhead_s": plant.stage_overhead_s,
               "plant.batch_overhead_sigma": plant.batch_overhead_sigma,
               "plant.service_sigma": ",".join(f"{k}={v:.3g}" for k, v in plant.service_sigma.items()) or "none",
               "screen.noise_draws": request.draws if plant.noisy else 0, "screen.noise_quantile": request.quantile,

@@ -6,6 +6,7 @@ import pytest
 
 from controllers.types import RunContext
 from controllers import ConfigError, ControlLoop, build_controller
+from controllers.cost_model import extra_stages
 from controllers.oracle import INFEASIBLE, least_cost_vector
 from simulator.plant import OperatorModel, PlantConfig, operator_timing, simulate
 from tests.controllers.test_ds2 import StepArrivals
@@ -15,13 +16,14 @@ MODELS = (OperatorModel("parse", 0.00002), OperatorModel("enrich", 0.0004),
           OperatorModel("aggregate", 0.00005, selectivity=0.25), OperatorModel("sink", 0.0001))
 
 
-def brute_force(models, records, budget, overhead, slots, max_degree):
+def brute_force(models, records, budget, overhead, slots, max_degree, stage_overhead=0.0):
     best = None
     for vec in itertools.product(range(1, max_degree + 1), repeat=len(models)):
         flowing, span = float(records), 0.0
         for op, p in zip(models, vec):
             span += operator_timing(op, int(round(flowing)), p, slots)[0]
             flowing *= op.selectivity
+        span += stage_overhead * extra_stages(models, dict(zip([m.name for m in models], vec)))
         if overhead + span <= budget and (best is None or sum(vec) < best):
             best = sum(vec)
     return best
@@ -35,6 +37,31 @@ def test_least_cost_vector_is_exact(records, budget, slots):
     assert feasible == (expected is not None)
     if feasible:
         assert sum(degrees.values()) == expected and duration <= budget
+
+
+KEYED_MODELS = (MODELS[0], MODELS[1], OperatorModel("aggregate", 0.00005, selectivity=0.25, keyed=True), MODELS[3])
+
+
+@pytest.mark.parametrize("records, budget, slots, stage", [(2000, 2.0, 4, 0.1), (8000, 1.8, 4, 0.1),
+                                                           (8000, 1.3, 8, 0.2), (15000, 2.2, 3, 0.05),
+                                                           (12000, 1.5, 8, 0.1)])
+def test_least_cost_vector_is_exact_with_a_stage_cost(records, budget, slots, stage):
+    """A stage cost couples neighbours: an operator may take a degree that is no faster to chain with the next."""
+    degrees, duration, feasible = least_cost_vector(KEYED_MODELS, records, budget, 0.05, slots, 1, 6, stage)
+    expected = brute_force(KEYED_MODELS, records, budget, 0.05, slots, 6, stage)
+    assert feasible == (expected is not None)
+    if feasible:
+        assert sum(degrees.values()) == expected and duration <= budget + 1e-9
+
+
+def test_stages_follow_the_jobs_chaining_rule():
+    """Equal degrees chain (the keyed operator still starts its own stage); each change of degree adds one."""
+    models = KEYED_MODELS
+    assert extra_stages(models, {"parse": 2, "enrich": 2, "aggregate": 2, "sink": 2}) == 0
+    assert extra_stages(models, {"parse": 1, "enrich": 3, "aggregate": 3, "sink": 3}) == 1
+    assert extra_stages(models, {"parse": 1, "enrich": 3, "aggregate": 2, "sink": 4}) == 2
+    assert extra_stages(models, {"parse": 1, "enrich": 1, "aggregate": 1, "sink": 1}, chaining=False) == 0
+    assert extra_stages(models, {"parse": 1, "enrich": 3, "aggregate": 3, "sink": 3}, chaining=False) == 0
 
 
 def test_when_nothing_fits_it_takes_the_fastest_vector_and_says_so():

@@ -93,8 +93,40 @@ def test_a_degree_sweep_measures_each_tasks_launch_time_which_one_degree_cannot(
     costs = fit_costs(table, OPS, slots=4)
     assert costs["task_launch_s"] == pytest.approx(0.025, rel=0.1)
     assert fit_costs(batches(), OPS)["task_launch_s"] == 0.0, "one degree: not identifiable, not guessed"
-    assert degree_sweep([2], OPS, 15) == ("static", {"degree": 2})
-    name, params = degree_sweep([1, 2, 4, 8], OPS, 15)
+    assert degree_sweep([2], OPS, 15, stages=False) == ("static", {"degree": 2})
+    name, params = degree_sweep([1, 2, 4, 8], OPS, 15, stages=False)
     assert name == "scripted" and params["initial_degree"] == 1
     assert {b: d["enrich"] for b, d in params["changes"].items()} == {2: 2, 5: 4, 8: 8, 11: 1, 14: 2}
     controllers.build_controller(name, params, OPS, 8)  # a configuration the scripted controller accepts
+
+
+def test_the_sweep_alternates_chained_and_unchained_vectors_so_a_stage_cost_can_be_fitted():
+    """Fabricated batches whose fixed cost is 0.12 s plus 0.09 s per stage beyond the fewest: the fit separates
+    the two; batches that all ran chained leave the stage cost at 0 (not identifiable, not guessed)."""
+    from jobs.calibrate import batch_extra_stages, degree_sweep
+
+    name, params = degree_sweep([1, 2, 4, 8], OPS, 27, max_degree=8)
+    steps = [params["changes"][b] for b in sorted(params["changes"])]
+    assert steps[0] == {"parse": 1, "enrich": 2, "aggregate": 1, "sink": 2}, "degree 1, unchained"
+    assert steps[1] == {op: 2 for op in OPS} and steps[6] == {"parse": 8, "enrich": 4, "aggregate": 8, "sink": 4}
+    controllers.build_controller(name, params, OPS, 8)
+    keyed = {"aggregate": True}
+    vectors = [{op: 1 for op in OPS}] + steps
+    table = batches(n=len(vectors))
+    for op in OPS:
+        table[f"degree_{op}"] = [v[op] for v in vectors]
+    extra = batch_extra_stages(table, OPS, keyed)
+    assert set(extra) == {0.0, 2.0}, "parse | enrich | aggregate | sink: two stages more than chained"
+    rng = np.random.default_rng(5)
+    table["batch_duration_s"] = table["batch_duration_s"] + 0.09 * extra + rng.normal(0, 2e-3, len(table))
+    costs = fit_costs(table, OPS, keyed=keyed)
+    assert costs["stage_overhead_s"] == pytest.approx(0.09, abs=0.01)
+    assert costs["batch_overhead_s"] == pytest.approx(0.12, abs=0.01)
+    assert costs["keyed"] == {"parse": False, "enrich": False, "aggregate": True, "sink": False}
+    assert fit_costs(batches(), OPS, keyed=keyed)["stage_overhead_s"] == 0.0
+    # the oracle takes the fitted costs as they are written (the variant string round-trips the keyed flags)
+    name, pairs = parse_variant(variant({**costs, "slots": 4, "calibration_run": "x"}))
+    parsed = {k: param_value(v) for k, v in (pair.split("=", 1) for pair in pairs)}
+    oracle = controllers.build_controller(name, parsed, OPS, 8)
+    assert oracle.params["keyed"]["aggregate"] is True and oracle.models[2].keyed
+    assert oracle.params["stage_overhead_s"] == pytest.approx(costs["stage_overhead_s"], rel=1e-5)

@@ -47,7 +47,9 @@ def test_calibrate_then_run_the_oracle(tracking_uri, mlflow_client, tmp_path, ca
     out = tmp_path / "oracle.yaml"
     # 24 batches: the degree sweep (1, 2, 4, 8, three batches each) twice over, as the default 48 s at a 2 s trigger;
     # once over, degree and load rise together and the fit cannot tell a record's cost from a task's
+    # (--no-stages: every operator at one degree, as this test's 24 batches need; the stage sweep is unit-tested)
     code = calibrate_main(["--master", "local[2]", "--trigger", "1", "--duration", "24", "--peak-rate", "3000",
+                           "--no-stages",
                            "--tracking-uri", tracking_uri, "--experiment", "it-oracle", "--out", str(out)])
     assert code == 0, capsys.readouterr().err[-3000:]
     config = yaml.safe_load(out.read_text())

@@ -95,3 +95,22 @@ def test_noise_is_seeded_and_spreads_batches_around_the_deterministic_cost():
     assert np.std(np.log(many)) > 0.05, "the batches vary"
     # a plant with no spread ignores the seed
     assert _durations(PLANT, [1, 0]) == _durations(PLANT, None)
+
+
+def test_an_unchained_degree_vector_pays_a_stage_of_its_own_per_batch():
+    """The job runs an operator in its predecessor's stage at the same degree (unless keyed); the plant charges each
+    stage beyond the fewest `stage_overhead_s`, and only with chaining on."""
+    from dataclasses import replace
+
+    keyed = tuple(replace(op, keyed=op.name == "aggregate") for op in PLANT.operators)
+    base = replace(PLANT, operators=keyed, batch_overhead_s=0.1, stage_overhead_s=0.08)
+
+    def first_batch(plant, degrees):
+        loop = ControlLoop(build_controller("static", {"degrees": degrees}, OPS, 8))
+        return simulate(plant, ConstantArrivals(1000, 4), loop, 4).batches[0].snapshot
+
+    chained = first_batch(base, {})  # every operator at 1: the fewest stages
+    split = first_batch(base, {"enrich": 2, "sink": 2})  # parse | enrich | aggregate | sink
+    work = lambda s: s.batch_duration_s - sum(op.span_s for op in s.operators)  # noqa: E731
+    assert work(chained) == pytest.approx(0.1) and work(split) == pytest.approx(0.1 + 2 * 0.08)
+    assert work(first_batch(replace(base, chaining=False), {"enrich": 2, "sink": 2})) == pytest.approx(0.1)
