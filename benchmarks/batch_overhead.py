@@ -311,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         src = results["source"]
         print(f"replay source / JVM rate-micro-batch source         {src['ratio']:6.3f}      >= 0.5")
         print(f"replay source / minimal Arrow Python source         {src['ratio_to_minimal']:6.3f}      >= 0.85")
+        print(f"  of which the wider rows: minimal with the replay's rows / minimal  {src['wide_to_minimal']:6.3f}")
+        print(f"  and the schedule: replay / minimal with the replay's rows          {src['ratio_to_minimal_wide']:6.3f}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     return 0
