@@ -47,13 +47,17 @@ def operator_timing(op: OperatorModel, records: int, degree: int, slots: int) ->
     return waves * per_task + (degree - 1) * op.task_launch_s, degree * per_task
 
 
+def joins_predecessor(keyed: bool, degree: int, predecessor_degree: int, chaining: bool = True) -> bool:
+    """Whether an operator (not the first) runs in its predecessor's stage: chaining is on, it is not keyed and it has
+    its predecessor's degree (the repartition before it would only move records between the same number of tasks)."""
+    return chaining and not keyed and degree == predecessor_degree
+
+
 def stage_groups(keyed: Sequence[bool], degrees: Sequence[int], chaining: bool = True) -> list[list[int]]:
-    """The operators (by position) grouped into the stages they run in: an operator joins its predecessor's stage
-    when chaining is on, it is not keyed and it has its predecessor's degree (the repartition before it would only
-    move records between the same number of tasks)."""
+    """The operators (by position) grouped into the stages they run in (`joins_predecessor`)."""
     groups: list[list[int]] = []
     for i, (is_keyed, degree) in enumerate(zip(keyed, degrees)):
-        if chaining and groups and not is_keyed and degree == degrees[i - 1]:
+        if groups and joins_predecessor(is_keyed, degree, degrees[i - 1], chaining):
             groups[-1].append(i)
         else:
             groups.append([i])

@@ -31,7 +31,7 @@ from typing import Any, Mapping
 from controllers.base import Controller, Param, Rule, register
 from controllers.common_params import MIN_DEGREE, at_most_max_degree
 from controllers.cost_model import ArrivalSchedule as Arrivals
-from controllers.cost_model import OperatorModel, operator_timing
+from controllers.cost_model import OperatorModel, joins_predecessor, operator_timing
 from controllers.guards import vector_text
 from controllers.types import Decision, RunContext, Snapshot
 from params.run import RUN_SETTINGS
@@ -66,7 +66,8 @@ def least_cost_vector(models: tuple[OperatorModel, ...], records: int, budget_s:
         nxt: dict[tuple[int, int], tuple[float, tuple[int, ...]]] = {}
         for (cost, last), (time_s, vec) in frontier.items():
             for p, s in cands:
-                stage = stage_overhead_s if i > 0 and not op.keyed and p != last else 0.0
+                # a keyed operator's stage is among the fewest: only an unchained unkeyed one adds a stage
+                stage = stage_overhead_s if i > 0 and not op.keyed and not joins_predecessor(op.keyed, p, last) else 0.0
                 key, value = (cost + p, p), (time_s + s + stage, vec + (p,))
                 if key not in nxt or value[0] < nxt[key][0] - 1e-12:
                     nxt[key] = value

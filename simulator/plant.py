@@ -172,8 +172,9 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
                                        busy / degrees[op.name], span))
             span_total += span
             records = out
-        fixed = config.batch_overhead_s + config.stage_overhead_s * extra_stages(config.operators, degrees,
-                                                                                  config.chaining)
+        fixed = config.batch_overhead_s
+        if config.stage_overhead_s:  # counted only where it costs something: this runs for every simulated batch
+            fixed += config.stage_overhead_s * extra_stages(config.operators, degrees, config.chaining)
         duration = fixed * noise.overhead() + span_total
         end = t + duration
         latencies = end - arrivals.arrival_us(read, due) / US
