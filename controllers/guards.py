@@ -170,6 +170,10 @@ GUARD_PARAMS: dict[str, Param] = {
                                       "read if the current one would take longer than the catch-up time, and return "
                                       "after that batch (Guards.batch_start)", search_when=("guards", True),
                           search=Choices((True, False))),
+    "burst_hold_s": Param(float, 0.0, "guards: after a burst sizing, keep the burst's vector until no batch has "
+                                      "needed it for this long (0: back after the burst batch). The price of a "
+                                      "change, paid in held slots: for engines where a change restarts the job",
+                          0.0, search_when=("guards", True), search=SearchRange(0.0, 180.0)),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
     "min_degree": MIN_DEGREE,
@@ -244,6 +248,9 @@ class Guards:
         self.gains: dict[str, float] = {}
         self._lower_since: float | None = None  # since when lower vectors have been proposed without a break
         self._before_burst: dict[str, int] | None = None  # the vector a batch-start burst sizing raised
+        self._burst_base: dict[str, int] | None = None  # with burst_hold_s: the vector before the held bursts
+        self._burst_last_s: float | None = None  # with burst_hold_s: when a batch last needed the burst capacity
+        self._burst_needed = False  # batch_start saw a batch the vector before the bursts would not have fitted
         self._sized_for_lag: dict[str, int] | None = None  # the vector a scale-up sized for a backlog set
         self._follow_live = False  # bind: slots unknown before the run, so the live count bounds the degrees
 
@@ -495,7 +502,11 @@ class Guards:
         def batch_s(vector: Mapping[str, int]) -> float:
             return fixed + sum(self.stage_s(op, vector[op], n, c) for op, (n, c) in work.items())
 
-        if not work or batch_s(current) <= budget:
+        if not work:
+            return None
+        if self._burst_base is not None and batch_s(self._burst_base) > budget:
+            self._burst_needed = True  # a held burst vector in use: its hold starts again
+        if batch_s(current) <= budget:
             return None
         want = dict(current)
         while batch_s(want) > budget:
@@ -507,6 +518,9 @@ class Guards:
         if want == dict(current):
             return None
         self._before_burst = dict(current)
+        self._burst_needed = True
+        if self.params["burst_hold_s"] > 0 and self._burst_base is None:
+            self._burst_base = dict(current)
         predicted = batch_s(want)
         return Decision(want, f"burst: {pending} events waiting, predicted {predicted:.2f} s at {vector_text(want)} "
                               f"(budget {budget:.2f} s)",
@@ -550,8 +564,22 @@ class Guards:
 
         proposal_changes = want != current
         before_burst, self._before_burst = self._before_burst, None
+        if self._burst_needed:
+            self._burst_last_s, self._burst_needed = t, False
+        if self._burst_base is not None:
+            if not any(current[op] > self._burst_base[op] for op in self.operators):
+                self._burst_base = None  # nothing of the bursts' capacity is left to hold
+            else:
+                before_burst = self._burst_base
         if before_burst is not None and any(current[op] > before_burst[op] for op in self.operators) \
                 and all(want[op] <= current[op] for op in self.operators):
+            held = t - (self._burst_last_s if self._burst_last_s is not None else t)
+            if self._burst_base is not None and held < p["burst_hold_s"]:
+                # burst_hold_s: the burst's vector stays until no batch has needed it for that long; a burst that
+                # recurs within the hold is met without a change
+                details["guard.burst_held_s"] = held
+                return hold(f"burst capacity held ({held:.0f}/{p['burst_hold_s']:g} s since a batch needed it)")
+            self._burst_base = None
             # the last batch ran with a vector sized at its start for its burst: back to the vector before it at
             # once (or to the proposal, if higher), without stabilisation, band or cost test. A proposal that keeps
             # an operator at its burst degree says nothing about it (threshold's rule keeps the current vector
