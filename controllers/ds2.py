@@ -197,8 +197,10 @@ class DS2Controller(Controller):
             details.update({f"guard.stage_s.{op}": stage(op, degrees[op]) for op in ops})
         return degrees, details
 
-    def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int]) -> Decision | None:
-        decision = self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0)
+    def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int],
+                       oldest_wait_s: float | None = None) -> Decision | None:
+        decision = self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0,
+                                           oldest_wait_s)
         if decision is not None:
             # the batch that starts runs at these degrees: DS2's window of measurements at the current degrees
             # starts with it

@@ -28,11 +28,13 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   degree, is records ÷ stage_s.
 
 - **Burst sizing** (`burst_sizing`, with guards on): when a batch starts, the events it is about to read are known
-  (arrived, not yet read: a consumer's lag). If the current vector would take longer than the catch-up time on them,
-  the batch runs with degrees raised, operator by operator where the predicted stage is longest, until it fits
-  (`batch_start`, called through `Controller.at_batch_start`). The review after that batch returns to the vector
-  before it at once (or to the proposal, if higher), without stabilisation, band or cost test: a burst shorter than
-  a trigger interval is met by the batch that reads it, and paid for that batch only.
+  (arrived, not yet read: a consumer's lag). If the current vector would take longer than the catch-up time on them
+  (and, with `burst_wait_aware`, longer than the SLO less how long the oldest of them has waited), the batch runs
+  with degrees raised, operator by operator where the predicted stage is longest, until it fits (`batch_start`,
+  called through `Controller.at_batch_start`). The review after that batch returns to the vector before it at once
+  (or to the proposal, if higher), without stabilisation, band or cost test: a burst shorter than a trigger interval
+  is met by the batch that reads it, and paid for that batch only. With `burst_hold_s` the burst's vector stays
+  instead until no batch has needed it for that long (for an engine where a change restarts the job).
 
 Review (`Guards.review`, in this order):
 
@@ -174,6 +176,9 @@ GUARD_PARAMS: dict[str, Param] = {
                                       "needed it for this long (0: back after the burst batch). The price of a "
                                       "change, paid in held slots: for engines where a change restarts the job",
                           0.0, search_when=("guards", True), search=SearchRange(0.0, 180.0)),
+    "burst_wait_aware": Param(bool, True, "guards: burst sizing's budget is also at most the SLO less how long the "
+                                          "oldest waiting event has waited (after a batch that overran its trigger)",
+                              search_when=("guards", True), search=Choices((True, False))),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
     "min_degree": MIN_DEGREE,
@@ -474,12 +479,18 @@ class Guards:
 
     # ---- sizing at the start of a batch, for the events it is about to read ----
 
-    def batch_start(self, pending: int, current: Mapping[str, int], trigger_s: float) -> Decision | None:
+    def batch_start(self, pending: int, current: Mapping[str, int], trigger_s: float,
+                    oldest_wait_s: float | None = None) -> Decision | None:
         """Burst sizing: the decision for a batch about to read `pending` events, when the current vector would take
-        longer than the catch-up time on them (`catch_up_s()`, at most the SLO less one trigger); None when it would
-        not (or too little was observed to say). A micro-batch engine knows what a batch will read before it runs
-        it — the events already arrived and not yet read, which is a Kafka consumer's lag, not the future — so a
-        burst that arrived between two batches can be met by the batch that reads it instead of the one after.
+        longer than the catch-up time on them (`catch_up_s()`, at most the SLO less one trigger; with
+        `burst_wait_aware`, also at most the SLO less `oldest_wait_s`, how long the oldest of them has waited, when
+        the source knows it); None when it would not (or too little was observed to say). The wait matters after a
+        batch overran its trigger: the next one reads events older than one interval, and a budget of the SLO less
+        one trigger plans to miss them (on Spark, the Google trace's opening burst: a 2.7 s first batch, then a second
+        batch sized for 3 s that ended 0.18 s past the bound). A micro-batch engine knows what a batch will read
+        before it runs it — the events already arrived and not yet read, which is a Kafka consumer's lag, not the
+        future — so a burst that arrived between two batches can be met by the batch that reads it instead of the one
+        after.
 
         The stages are predicted from the last batch (each operator's records per source event and busy time per
         record; the fitted per-task cost and observed speed-up, `stage_s`), its fixed cost as it was. Degrees are
@@ -491,6 +502,8 @@ class Guards:
         if last.records_read < self.params["min_records"]:
             return None  # per-record costs from a handful of records measure task start-up, not the operators
         budget = self.catch_up_s(trigger_s)
+        if oldest_wait_s is not None and self.slo_latency_s is not None and self.params["burst_wait_aware"]:
+            budget = min(budget, max(0.0, self.slo_latency_s - oldest_wait_s))
         spans = sum(o.span_s for o in last.operators)
         fixed = max(0.0, last.batch_duration_s - spans)
         work = {}
@@ -525,6 +538,7 @@ class Guards:
         return Decision(want, f"burst: {pending} events waiting, predicted {predicted:.2f} s at {vector_text(want)} "
                               f"(budget {budget:.2f} s)",
                         details={"guard.burst_pending": pending, "guard.burst_budget_s": budget,
+                                 **({} if oldest_wait_s is None else {"guard.burst_oldest_wait_s": oldest_wait_s}),
                                  "guard.burst_predicted_s": predicted,
                                  "guard.burst_predicted_current_s": batch_s(current),
                                  "predicted.records": float(pending), "predicted.batch_s": predicted,

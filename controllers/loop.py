@@ -98,12 +98,14 @@ class ControlLoop:
         self.actuators = list(actuators)
         self.log: list[DecisionRecord] = []
 
-    def at_batch_start(self, last_batch_id: int, time_s: float, pending: int) -> dict[str, int]:
-        """Ask the controller, as batch last_batch_id + 1 starts and is known to read `pending` events, whether
+    def at_batch_start(self, last_batch_id: int, time_s: float, pending: int,
+                       oldest_wait_s: float | None = None) -> dict[str, int]:
+        """Ask the controller, as batch last_batch_id + 1 starts and is known to read `pending` events (the oldest
+        waiting `oldest_wait_s`, when the source knows it), whether
         that batch should run with other degrees (Controller.at_batch_start); a change is validated, applied and
         recorded like any decision, numbered as a decision after the last batch (in force in the next one);
         returns the degrees for the starting batch."""
-        decision = self.controller.at_batch_start(pending, time_s, dict(self.degrees))
+        decision = self.controller.at_batch_start(pending, time_s, dict(self.degrees), oldest_wait_s)
         if decision is not None:
             decision = self.controller.fit_to_slots(decision, None, self.executors, time_s)
         if decision is not None and dict(decision.degrees) != self.degrees:

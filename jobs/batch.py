@@ -100,10 +100,14 @@ class BatchProcessor:
         start = time.time()
         # what this batch reads is known before it runs: the events arrived and not yet read (a consumer's lag;
         # the source planned the batch's end a moment ago, so this may count a few events the next batch reads)
-        pending = self.schedule.count_due(int(start * US) - self.anchor_us) - self.next_event
+        now_us = int(start * US) - self.anchor_us
+        pending = self.schedule.count_due(now_us) - self.next_event
         if self.config.max_events_per_batch:  # the source's admission cap: the batch reads no more than that
             pending = min(pending, self.config.max_events_per_batch)
-        self.loop.at_batch_start(batch_id - 1, start - self.anchor_us / US, max(0, pending))
+        # how long the oldest of them has waited: after a batch that overran its trigger, longer than one interval
+        oldest_wait_s = ((now_us - int(self.schedule.arrival_us(self.next_event, self.next_event + 1)[0])) / US
+                         if pending > 0 else None)
+        self.loop.at_batch_start(batch_id - 1, start - self.anchor_us / US, max(0, pending), oldest_wait_s)
         degrees = self.degrees.batch_started(start - self.anchor_us / US)
         routing = self._placement_started(batch_id, degrees) if self.placement is not None else None
         self.stats.reset()

@@ -154,7 +154,7 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             executors = max([executors] + [c for at, c in coming if at <= t])
             coming = [(at, c) for at, c in coming if at > t]
         slots = config.slots if executors is None else executors
-        degrees = loop.at_batch_start(batch_id - 1, t, n)
+        degrees = loop.at_batch_start(batch_id - 1, t, n, t - arrivals.arrival_us(read, read + 1)[0] / US)
         records = n
         ops = []
         span_total = 0.0
