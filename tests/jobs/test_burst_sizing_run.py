@@ -36,6 +36,11 @@ def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_ur
     batches = pd.read_parquet(download_artifacts(run_id=run.info.run_id, artifact_path="batches.parquet",
                                                  tracking_uri=tracking_uri)).set_index("batch_id")
     burst = bursts[0]
+    # the job told burst sizing how long the oldest waiting event had waited (at least the time since the previous
+    # batch started reading, about a trigger), and the budget is at most the SLO less that
+    details = burst["details"]
+    wait, budget = details["guard.burst_oldest_wait_s"], details["guard.burst_budget_s"]
+    assert 0.0 < wait < 30.0 and budget <= min(3.0, 5.0 - wait) + 1e-9, details
     raised = {op: p for op, p in burst["after"].items() if p > burst["before"][op]}
     reading = batches.loc[burst["batch_id"] + 1]  # the batch that started when the burst was sized
     # what Spark ran: the raised operators' stages had the raised task counts, in the batch that read the burst
