@@ -30,6 +30,11 @@ FEATURE_LAGS = 10
 IDLE_WINDOW_EVENTS = 20.0
 # the predictor name of a learned predictor's answer while its history is shorter than its lags (the last value)
 WARMUP = "warm-up (last value)"
+# The conservative variant's local spread (`local_spread`): the mean absolute change between the last SPREAD_LAGS + 1
+# scale-free rates, never below SPREAD_FLOOR (a flat window still gets a margin). The project's choice, compared on
+# the leave-one-trace-out split with a 10- and a 30-lag standard deviation and a 5-lag change (docs/predictors.md).
+SPREAD_LAGS = 10
+SPREAD_FLOOR = 0.05
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,16 @@ class Horizon:
 def feature_names(lags: int = FEATURE_LAGS) -> list[str]:
     return ([f"lag_{k}" for k in range(1, lags + 1)]
             + ["diff_1", "diff_3", "mean_3", "mean_5", "mean_10", "median_5", "min_5", "max_5", "std", "slope"])
+
+
+def local_spread(row: Mapping[str, float]) -> float:
+    """How much the recent scale-free rates move, from a feature row: the conservative variant's margin is its
+    calibrated offset times this (locally weighted split-conformal, Lei et al., JASA 2018, sec. 5.2), so a calm
+    window gets a small margin and a bursty one a large one, in the units of the window's own level."""
+    xs = [row[f"lag_{k}"] for k in range(1, SPREAD_LAGS + 2) if f"lag_{k}" in row]
+    if len(xs) < 2:
+        return 1.0
+    return max(SPREAD_FLOOR, sum(abs(a - b) for a, b in zip(xs, xs[1:])) / (len(xs) - 1))
 
 
 def features(rates: Sequence[float], lags: int = FEATURE_LAGS, floor_rate: float = 0.0
@@ -172,16 +187,17 @@ class LearnedPredictor:
     window (fewer than `horizon.idle_events` events) is answered with the last value under the model's name: the
     model was never trained on idle windows, and that answer is the model's as deployed. `offset` is added to the
     model's scale-free answer: the conservative variant's calibrated margin (split-conformal, see
-    analysis.predictors).
+    analysis.predictors), times the window's `local_spread` when `offset_spread` (locally weighted).
     """
 
     def __init__(self, predict: Callable[[list[Mapping[str, float]]], list[float]], name: str,
-                 horizon: Horizon | None = None, offset: float = 0.0):
+                 horizon: Horizon | None = None, offset: float = 0.0, offset_spread: bool = False):
         self._predict = predict
         self.name = name
         self.horizon = horizon or Horizon()
         self.lags = self.horizon.lags
         self.offset = offset
+        self.offset_spread = offset_spread
         self._naive = LastValuePredictor()
 
     def forecast(self, times_s, counts, intervals_s, period_s, last_n) -> Forecast:
@@ -194,7 +210,8 @@ class LearnedPredictor:
             naive = self._naive.forecast(times_s, counts, intervals_s, period_s, last_n)
             return Forecast(naive.arrivals, naive.trend, self.name)
         row, scale = features(rates, self.lags, self.horizon.idle_rate)
-        ratio = float(self._predict([row])[0]) + self.offset
+        margin = self.offset * (local_spread(row) if self.offset_spread else 1.0)
+        ratio = float(self._predict([row])[0]) + margin
         rate = max(0.0, ratio * scale)
         recent = sum(list(counts)[-last_n:]) / max(1e-9, sum(list(intervals_s)[-last_n:]))
         return Forecast(rate * period_s, rate - recent, self.name)

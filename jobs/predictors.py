@@ -65,6 +65,7 @@ def load_registered_predictor(tracking_uri: str, model_name: str, alias: str, eq
                                  f"or train a model for this horizon (`python -m analysis.predictors train "
                                  f"--step-s {horizon.step_s:g} --horizon {horizon.steps}`)")
     offset = float(meta.get("conformal_offset", 0.0))
+    local = bool(meta.get("conformal_local", False))  # models registered before it: one offset everywhere
 
     def predict(rows: list[dict[str, float]]) -> list[float]:
         return [float(v) for v in pd.DataFrame(rows, columns=expected).pipe(model.predict)]
@@ -78,7 +79,7 @@ def load_registered_predictor(tracking_uri: str, model_name: str, alias: str, eq
         raise PredictorLoadError(f"registered model {model_name} version {version.version} returned {len(probe)} "
                                  f"values for one row")
     name = f"{model_name}@{alias}=v{version.version}"
-    predictor = LearnedPredictor(predict, name, horizon=trained_for, offset=offset)
+    predictor = LearnedPredictor(predict, name, horizon=trained_for, offset=offset, offset_spread=local)
     return LoadedPredictor(predictor, {"predictor": name, "predictor.model": model_name,
                                        "predictor.version": str(version.version),
                                        "predictor.kind": version.tags.get("predictor", "?"),

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from analysis.predictors.dataset import DatasetError, Series, series_from_file
-from analysis.predictors.evaluation import scores, summarise
+from analysis.predictors.evaluation import scores, spread_of, summarise
 from analysis.predictors.guard_replay import guarded_predictions
 from analysis.predictors.windows import as_deployed, baselines, make_windows
 from controllers.forecast import Horizon, feature_names
@@ -44,7 +44,7 @@ def load_model(ref: str, tracking_uri: str) -> tuple[Any, Horizon, float]:
     if schema is None or schema.input_names() != feature_names(horizon.lags):
         raise DatasetError(f"--model {ref}: expects inputs {None if schema is None else schema.input_names()}, "
                            f"not this project's features {feature_names(horizon.lags)}")
-    return model, horizon, float(meta.get("conformal_offset", 0.0))
+    return model, horizon, float(meta.get("conformal_offset", 0.0)), bool(meta.get("conformal_local", False))
 
 
 def workload_series(ref: str, horizon: Horizon) -> Series:
@@ -69,7 +69,7 @@ def workload_series(ref: str, horizon: Horizon) -> Series:
 
 def evaluate_series(model_ref: str, series_ref: str, tracking_uri: str, compression: float = 1.0,
                     period_s: float | None = None) -> dict[str, Any]:
-    model, horizon, offset = load_model(model_ref, tracking_uri)
+    model, horizon, offset, local = load_model(model_ref, tracking_uri)
     path = Path(series_ref)
     if path.suffix == ".csv" or path.name == "rate.csv":
         series = series_from_file(series_ref, horizon, compression)
@@ -88,8 +88,9 @@ def evaluate_series(model_ref: str, series_ref: str, tracking_uri: str, compress
     base = baselines(active, horizon, with_seasonal=bool(np.isfinite(active.seasonal).any()))
     naive, paper = base["last-value"], base["paper-ols-extrapolated"]
     per = {name: scores(p, active, naive, paper) for name, p in base.items()}
-    full = as_deployed(np.asarray(model.predict(w.X), dtype=float) + offset, w)
-    label = model_ref + (f" (+{offset:.3f} conformal offset)" if offset else "")
+    margin = offset * (spread_of(w) if local else 1.0)
+    full = as_deployed(np.asarray(model.predict(w.X), dtype=float) + margin, w)
+    label = model_ref + (f" (+{offset:.3f}{' x local spread' if local else ''} conformal offset)" if offset else "")
     per[label] = scores(full[~w.idle], active, naive, paper)
     # as a controller runs it: the runtime guard sets the model aside while it does worse than naive
     guarded, naive_share = guarded_predictions(full, w, horizon)

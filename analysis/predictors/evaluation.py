@@ -8,7 +8,10 @@ For each group G: fit every candidate on the windows of all other groups, predic
 Selection score: the mean over held-out groups of MAE ÷ naive (each trace counts once, whatever its length).
 
 The conservative variant is split-conformal on these held-out residuals (Vovk et al.; Lei et al., JASA 2018): the
-best model plus an offset, the `coverage` quantile of its scale-free residuals y - ŷ. Evaluated honestly too: on
+best model plus an offset, the `coverage` quantile of its scale-free residuals y - ŷ (`+conformal80`), or the
+`coverage` quantile of the residuals divided by each window's local spread, times that spread (`+conformal80-local`:
+locally weighted, Lei et al. sec. 5.2; controllers.forecast.local_spread): a calm window then gets a small margin and
+a bursty one a large one. Evaluated honestly too: on
 group G the offset comes from the other groups' residuals only, so its under-prediction rate on G is what an unseen
 trace would see. (Those residuals come from fits that saw G; a nested leave-one-out would remove that too at n²
 fits; the project's choice, noted in docs/predictors.md.) Residual groups are weighted equally.
@@ -22,7 +25,7 @@ import numpy as np
 from analysis.predictors.dataset import Dataset
 from analysis.predictors.guard_replay import guarded_predictions
 from analysis.predictors.windows import Windows, as_deployed, baselines, make_windows
-from controllers.forecast import Horizon
+from controllers.forecast import Horizon, local_spread
 
 DEFAULT_COVERAGE = 0.8  # the conservative variant's target: under-predict at most 20 % of windows
 
@@ -181,24 +184,33 @@ def leave_one_trace_out(dataset: Dataset, seed: int = 0, coverage: float = DEFAU
                                        base["paper-ols-extrapolated"])
         per_group[g][guarded]["naive_share"] = naive_share
     bases = [best] + quantile_names
+    spreads = {g: spread_of(test) for g, test in active.items()}
     variants = {}
     for base_name in bases:
-        conformal = f"{base_name}+conformal{round(coverage * 100)}"
-        for g, test in active.items():
-            others = [residuals[h][base_name] for h in active if h != g]
-            offset_g = weighted_quantile(others, coverage)
-            base = baselines(test, horizon, with_seasonal=False)
-            per_group[g][conformal] = scores(predictions[g][base_name] + offset_g, test, base["last-value"],
-                                             base["paper-ols-extrapolated"])
-            per_group[g][conformal]["offset"] = offset_g
-        variants[conformal] = (base_name, weighted_quantile([residuals[g][base_name] for g in active], coverage))
+        for local in (False, True):
+            conformal = f"{base_name}+conformal{round(coverage * 100)}" + ("-local" if local else "")
+            unit = {g: spreads[g] if local else np.ones(len(test)) for g, test in active.items()}
+            for g, test in active.items():
+                others = [residuals[h][base_name] / unit[h] for h in active if h != g]
+                offset_g = weighted_quantile(others, coverage)
+                base = baselines(test, horizon, with_seasonal=False)
+                per_group[g][conformal] = scores(predictions[g][base_name] + offset_g * unit[g], test,
+                                                 base["last-value"], base["paper-ols-extrapolated"])
+                per_group[g][conformal]["offset"] = offset_g
+            variants[conformal] = (base_name, local, weighted_quantile(
+                [residuals[g][base_name] / unit[g] for g in active], coverage))
     summary = summarise(per_group)
     # the conservative variant registered: the calibrated one that costs least accuracy
     conformal = min(variants, key=lambda n: summary[n]["mae_vs_naive"])
-    conformal_base, offset = variants[conformal]
+    conformal_base, local, offset = variants[conformal]
     return {"per_group": per_group, "summary": summary, "best": best, "conformal": conformal, "offset": offset,
-            "conformal_base": conformal_base, "coverage": coverage, "models": model_names,
+            "conformal_base": conformal_base, "conformal_local": local, "coverage": coverage, "models": model_names,
             "windows": {g: {"all": len(groups[g]), "idle": int(groups[g].idle.sum())} for g in groups}}
+
+
+def spread_of(w: Windows) -> np.ndarray:
+    """Each window's local spread (controllers.forecast.local_spread, the one the controller computes)."""
+    return np.array([local_spread(row) for row in w.X.to_dict("records")], dtype=float)
 
 
 def summarise(per_group: dict[str, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:

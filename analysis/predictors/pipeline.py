@@ -119,8 +119,9 @@ def register_predictors(work: Path, tracking_uri: str, experiment: str = EXPERIM
         for name, s in result["summary"].items():
             key = name.replace("+", "_")
             mlflow.log_metrics({f"{key}.mae_vs_naive": s["mae_vs_naive"], f"{key}.under_rate": s["under_rate"]})
-        for variant, base, offset in ((result["best"], result["best"], 0.0),
-                                      (result["conformal"], result["conformal_base"], result["offset"])):
+        for variant, base, offset, local in (
+                (result["best"], result["best"], 0.0, False),
+                (result["conformal"], result["conformal_base"], result["offset"], result.get("conformal_local", False))):
             s = result["summary"][variant]
             model = fitted[base]
             info = mlflow.sklearn.log_model(
@@ -128,7 +129,7 @@ def register_predictors(work: Path, tracking_uri: str, experiment: str = EXPERIM
                 input_example=example, registered_model_name=model_name, skops_trusted_types=TRUSTED_TYPES,
                 pip_requirements=[f"scikit-learn=={sklearn.__version__}", f"mlflow=={mlflow.__version__}"],
                 metadata={**horizon.metadata(), "features": feature_names(horizon.lags), "conformal_offset": offset,
-                          "dataset": dataset.digest})
+                          "conformal_local": local, "dataset": dataset.digest})
             version = str(info.registered_model_version)
             for key, value in {"predictor": variant, "loto_mae_vs_naive": f"{s['mae_vs_naive']:.6f}",
                                "loto_mae_vs_paper": f"{s['mae_vs_paper']:.6f}",

@@ -6,7 +6,8 @@ import pytest
 from analysis.predictors.dataset import (DatasetError, DatasetSpec, Series, TraceEntry, load_dataset, load_spec,
                                          outage_mask, parse_spec)
 from analysis.predictors.windows import make_windows, paper_ols
-from controllers.forecast import Horizon, LastValuePredictor, LearnedPredictor, PaperPredictor, features
+from controllers.forecast import (SPREAD_FLOOR, Horizon, LastValuePredictor, LearnedPredictor, PaperPredictor,
+                                  features, local_spread)
 from workloads.traces import available_traces
 
 
@@ -121,6 +122,25 @@ def test_a_learned_predictor_answers_idle_windows_with_the_last_value():
     busy = [100] * 12
     fc = learned.forecast(times, busy, intervals, 10.0, 5)
     assert calls and fc.arrivals == pytest.approx(5.0 * 50 * 10.0)  # ratio 5 x the window's 50 events/s
+
+
+def test_the_conservative_margin_scales_with_the_local_spread_when_it_is_locally_weighted():
+    """The locally weighted conservative variant adds offset x local spread (the mean absolute change of the last 11
+    scale-free rates): a calm window gets little margin, a bursty one a lot; the plain one the same offset everywhere."""
+    h = Horizon(2.0, 5, lags=15)
+    calm, bursty = [100.0] * 15, [60.0, 140.0] * 7 + [100.0]
+    row_calm, _ = features([r / 2.0 for r in calm], 15)
+    row_bursty, _ = features([r / 2.0 for r in bursty], 15)
+    assert local_spread(row_calm) == SPREAD_FLOOR  # a flat window still gets a margin
+    assert local_spread(row_bursty) == pytest.approx((0.8 * 9 + 0.4) / 10)  # |0.6-1.4| steps, then 1.4->1.0
+    times, intervals = list(range(15)), [2.0] * 15
+    for counts, spread in ((calm, SPREAD_FLOOR), (bursty, local_spread(row_bursty))):
+        plain = LearnedPredictor(lambda rows: [1.0], "m", horizon=h, offset=0.5)
+        local = LearnedPredictor(lambda rows: [1.0], "m", horizon=h, offset=0.5, offset_spread=True)
+        scale = sum(counts) / 2.0 / 15  # the window's mean rate, events/s
+        assert plain.forecast(times, counts, intervals, 10.0, 5).arrivals == pytest.approx(1.5 * scale * 10.0)
+        assert local.forecast(times, counts, intervals, 10.0, 5).arrivals == pytest.approx(
+            (1.0 + 0.5 * spread) * scale * 10.0)
 
 
 @pytest.mark.skipif(not available_traces(), reason="no real traces: ../shared/traces (or $ELASTIC_TRACES_DIR) is "

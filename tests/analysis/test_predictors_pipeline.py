@@ -57,7 +57,8 @@ def test_each_held_out_trace_is_scored_by_models_that_never_saw_it(spec_file):
     active = {g: int((~w.idle).sum()) for g, w in groups.items()}
     assert seen == [sum(active.values()) - active[g] for g in groups]  # trained on every other group only
     assert set(result["per_group"]) == set(groups)
-    assert {"last-value", "paper-ols-extrapolated", "paper-ols-literal", "linear", "linear+conformal80"} <= set(
+    assert {"last-value", "paper-ols-extrapolated", "paper-ols-literal", "linear", "linear+conformal80",
+            "linear+conformal80-local"} <= set(
         result["summary"])
 
 
@@ -123,6 +124,7 @@ def test_training_registers_the_best_with_its_conformal_variant_and_moves_the_al
     assert loaded.tags["predictor.dataset"] == collected["digest"] and loaded.tags["predictor.horizon"] == "5x2s"
     conservative = load_registered_predictor(uri, pipeline.REGISTERED_MODEL, "conservative")
     assert conservative.predictor.offset == pytest.approx(result["offset"]) and result["offset"] > 0
+    assert conservative.predictor.offset_spread == result["conformal_local"]
     history = list(cycle(9, 40, 400.0, 80) * 2.0)
     fc = loaded.predictor.forecast(list(range(40)), history, [2.0] * 40, 10.0, 5)
     fc_c = conservative.predictor.forecast(list(range(40)), history, [2.0] * 40, 10.0, 5)
