@@ -119,9 +119,9 @@ def register_predictors(work: Path, tracking_uri: str, experiment: str = EXPERIM
         for name, s in result["summary"].items():
             key = name.replace("+", "_")
             mlflow.log_metrics({f"{key}.mae_vs_naive": s["mae_vs_naive"], f"{key}.under_rate": s["under_rate"]})
-        for variant, base, offset, local in (
-                (result["best"], result["best"], 0.0, False),
-                (result["conformal"], result["conformal_base"], result["offset"], result.get("conformal_local", False))):
+        conservative = (result["conformal"], result["conformal_base"], result["offset"],
+                        result.get("conformal_local", False))
+        for variant, base, offset, local in ((result["best"], result["best"], 0.0, False), conservative):
             s = result["summary"][variant]
             model = fitted[base]
             info = mlflow.sklearn.log_model(
