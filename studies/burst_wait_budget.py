@@ -87,9 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     text, skipped = table(args.noise_seeds)
     print(f"Plant: the guard study's, with noise; SLO latency {SLO_LATENCY_S:g} s; {args.noise_seeds} noise seeds per "
           f"case; off → on is burst_wait_aware.\n")
-    print(text)
-    for line in skipped:
-        print(line)
+    print("\n".join([text, *skipped]))
     return 0
 
 
