@@ -32,7 +32,8 @@ IDLE_WINDOW_EVENTS = 20.0
 WARMUP = "warm-up (last value)"
 # The conservative variant's local spread (`local_spread`): the mean absolute change between the last SPREAD_LAGS + 1
 # scale-free rates, never below SPREAD_FLOOR (a flat window still gets a margin). The project's choice, compared on
-# the leave-one-trace-out split with a 10- and a 30-lag standard deviation and a 5-lag change (docs/predictors.md).
+# the leave-one-trace-out split with a 10- and a 30-lag standard deviation, a 5-lag change and counting noise
+# (studies/conformal_spread.py, docs/predictors-goals.md).
 SPREAD_LAGS = 10
 SPREAD_FLOOR = 0.05
 

@@ -25,7 +25,8 @@ def parse_model_ref(ref: str) -> str:
     raise DatasetError(f"--model {ref!r}: give name@alias (load-predictor@champion), name/version or a models:/ URI")
 
 
-def load_model(ref: str, tracking_uri: str) -> tuple[Any, Horizon, float]:
+def load_model(ref: str, tracking_uri: str) -> tuple[Any, Horizon, float, bool]:
+    """(model, horizon, conformal offset, whether the offset scales with the local spread) of a registered model."""
     import mlflow
     from mlflow.exceptions import MlflowException
 
