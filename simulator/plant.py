@@ -154,7 +154,8 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             executors = max([executors] + [c for at, c in coming if at <= t])
             coming = [(at, c) for at, c in coming if at > t]
         slots = config.slots if executors is None else executors
-        degrees = loop.at_batch_start(batch_id - 1, t, n, t - arrivals.arrival_us(read, read + 1)[0] / US)
+        arrived_s = arrivals.arrival_us(read, due) / US  # the batch's events: the oldest one's wait, then latencies
+        degrees = loop.at_batch_start(batch_id - 1, t, n, t - arrived_s[0])
         records = n
         ops = []
         span_total = 0.0
@@ -177,7 +178,7 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             fixed += config.stage_overhead_s * extra_stages(config.operators, degrees, config.chaining)
         duration = fixed * noise.overhead() + span_total
         end = t + duration
-        latencies = end - arrivals.arrival_us(read, due) / US
+        latencies = end - arrived_s
         read = due
         due_at_end = arrivals.count_due(int(end * US))
         snapshot = Snapshot(

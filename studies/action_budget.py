@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.stats import bootstrap_mean
-from controllers.cost_model import extra_stages
+from controllers.cost_model import extra_stages, operator_timing
 from params.units import US
 from simulator.evaluate import simulate_configuration
 from simulator.plant import PlantConfig
@@ -94,16 +94,18 @@ def degree_vectors(plant: PlantConfig) -> np.ndarray:
 
 
 def batch_seconds(plant: PlantConfig, vector: np.ndarray, records: np.ndarray) -> np.ndarray:
-    """Each batch's duration at one degree vector (controllers.cost_model.operator_timing, vectorised)."""
+    """Each batch's duration at one degree vector, by the plant's own arithmetic (controllers.cost_model)."""
     degrees = {op.name: int(d) for op, d in zip(plant.operators, vector)}
-    seconds = np.full(records.shape, plant.batch_overhead_s
-                      + plant.stage_overhead_s * extra_stages(plant.operators, degrees, plant.chaining), dtype=float)
-    flow = records.astype(np.float64)
-    for op, degree in zip(plant.operators, vector):
-        per_task = flow * op.service_s / degree + op.task_overhead_s
-        seconds += math.ceil(degree / plant.slots) * per_task + (degree - 1) * op.task_launch_s
-        flow = np.round(flow * op.selectivity)
-    return seconds
+    fixed = plant.batch_overhead_s + plant.stage_overhead_s * extra_stages(plant.operators, degrees, plant.chaining)
+
+    def one(n: int) -> float:
+        total = fixed
+        for op in plant.operators:
+            total += operator_timing(op, n, degrees[op.name], plant.slots)[0]
+            n = int(round(n * op.selectivity))
+        return total
+
+    return np.array([one(int(n)) for n in records], dtype=float)
 
 
 def on_time_table(plant: PlantConfig, batches: Batches, vectors: np.ndarray, slo_latency_s: float) -> np.ndarray:
