@@ -89,10 +89,11 @@ class Controller(ABC):
         """Degrees for the next batch, given what the last one showed."""
 
     def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int],
-                       oldest_wait_s: float | None = None) -> Decision | None:
+                       oldest_wait_s: float | None = None,
+                       recent_arrivals: tuple[int, ...] | None = None) -> Decision | None:
         """Degrees for the batch that is starting, now that it is known to read `pending` events (those arrived and
-        not yet read: a consumer's lag; the oldest of them has waited `oldest_wait_s`, when known), or None to keep
-        `degrees`. Most controllers decide only after a batch; the guard layer's burst sizing answers here
+        not yet read: a consumer's lag; the oldest of them has waited `oldest_wait_s`, when known; `recent_arrivals`:
+        what arrived since the last batch ended, by ARRIVAL_BIN_S bins, when known), or None to keep `degrees`. Most controllers decide only after a batch; the guard layer's burst sizing answers here
         (controllers/guards.py, Guards.batch_start)."""
         return None
 

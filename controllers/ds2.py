@@ -198,9 +198,10 @@ class DS2Controller(Controller):
         return degrees, details
 
     def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int],
-                       oldest_wait_s: float | None = None) -> Decision | None:
+                       oldest_wait_s: float | None = None,
+                       recent_arrivals: tuple[int, ...] | None = None) -> Decision | None:
         decision = self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0,
-                                           oldest_wait_s)
+                                           oldest_wait_s, time_s, recent_arrivals)
         if decision is not None:
             # the batch that starts runs at these degrees: DS2's window of measurements at the current degrees
             # starts with it

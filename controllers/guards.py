@@ -79,6 +79,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from controllers.common_params import MIN_DEGREE, PARALLEL_SLOTS
+from controllers.settle import Arrivals, StageModel, arrival_segments, covering_vector, replay
 from controllers.types import Decision, Snapshot
 from params.declare import Choices, Param, Rule, SearchRange
 
@@ -91,6 +92,18 @@ BURST_RETURN = "guard.burst_return"
 CURVE_BATCHES = 10
 # most recent batches per operator (any degree) the per-record and per-task cost fit uses
 COST_BATCHES = 20
+# settle, where the source gives no arrival profile: a snapshot's arrivals are replayed as arriving within this many
+# trigger intervals before its end, not spread over a batch that overran: a burst read late is not a gentler load
+# (spread evenly over a 6-s overrun, the Google trace's bursts replay as a load half the vector carries; the
+# project's choice, conservative for sizing)
+SETTLE_SPREAD_TRIGGERS = 1.0
+
+
+def settle_sizing_target(target: float) -> float:
+    """The share settle sizes a vector for: half the error budget of `target`, the share that makes it act (raise
+    when the held vector keeps less than `target`; size for this; lower only to a vector that keeps this). The
+    band between the two is hysteresis: a vector sized to the limit is raised again by the next batch's noise."""
+    return 1.0 - (1.0 - target) / 2.0
 
 
 def parse_periods(text: str) -> list[tuple[float, float]]:
@@ -179,6 +192,22 @@ GUARD_PARAMS: dict[str, Param] = {
     "burst_wait_aware": Param(bool, True, "guards: burst sizing's budget is also at most the SLO less how long the "
                                           "oldest waiting event has waited (after a batch that overran its trigger)",
                               search_when=("guards", True), search=Choices((True, False))),
+    "settle": Param(bool, False, "guards: hold the least vector (found greedily) that would have kept settle_target "
+                                 "of the recent arrivals within the SLO, replayed on the operators' observed costs; "
+                                 "change it only when it would not have, or when a lower one has for "
+                                 "settle_down_s (controllers/settle.py). Replaces burst sizing and the "
+                                 "controller's proposal: few actions, paid in held slots, for engines where a change "
+                                 "restarts the job", search_when=("guards", True), search=Choices((True, False))),
+    "settle_target": Param(float, 0.995, "guards, settle: share of the replayed events the held vector must keep "
+                                         "within the SLO (an error budget over settle_memory_s)", 0.5, 1.0,
+                           open_maximum=True, search_when=("settle", True), search=SearchRange(0.95, 0.999)),
+    "settle_down_s": Param(float, 60.0, "guards, settle: a lower covering vector must have sufficed this long before "
+                                        "the vector is lowered (after a burst, hindsight says less than the burst "
+                                        "needed live)", 0.0, search_when=("settle", True),
+                           search=SearchRange(0.0, 180.0)),
+    "settle_memory_s": Param(float, 300.0, "guards, settle: seconds of arrivals the replay looks back over (a burst "
+                                           "older than this no longer holds capacity)", 0.0, open_minimum=True,
+                             search_when=("settle", True), search=SearchRange(60.0, 900.0, log=True)),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
     "min_degree": MIN_DEGREE,
@@ -258,6 +287,7 @@ class Guards:
         self._burst_needed = False  # batch_start saw a batch the vector before the bursts would not have fitted
         self._sized_for_lag: dict[str, int] | None = None  # the vector a scale-up sized for a backlog set
         self._follow_live = False  # bind: slots unknown before the run, so the live count bounds the degrees
+        self._segments: deque[tuple[float, float, float]] = deque()  # settle: (start, end, events) arrivals
 
     # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
 
@@ -266,6 +296,12 @@ class Guards:
             return
         self._last_batch = snapshot.batch_id
         self._recent.append(snapshot)
+        if self.params["settle"]:
+            self._segments.extend(arrival_segments(
+                snapshot.time_s - snapshot.interval_s, snapshot.time_s, snapshot.arrivals, snapshot.arrival_profile,
+                SETTLE_SPREAD_TRIGGERS * snapshot.trigger_interval_s))
+            while self._segments and self._segments[0][1] < snapshot.time_s - self.params["settle_memory_s"]:
+                self._segments.popleft()
         if self._follow_live and snapshot.slots:
             self.cap = max(self.params["min_degree"], min(self.max_degree, snapshot.slots))
         for op in snapshot.operators:
@@ -480,7 +516,8 @@ class Guards:
     # ---- sizing at the start of a batch, for the events it is about to read ----
 
     def batch_start(self, pending: int, current: Mapping[str, int], trigger_s: float,
-                    oldest_wait_s: float | None = None) -> Decision | None:
+                    oldest_wait_s: float | None = None, time_s: float | None = None,
+                    recent_arrivals: tuple[int, ...] | None = None) -> Decision | None:
         """Burst sizing: the decision for a batch about to read `pending` events, when the current vector would take
         longer than the catch-up time on them (`catch_up_s()`, at most the SLO less one trigger; with
         `burst_wait_aware`, also at most the SLO less `oldest_wait_s`, how long the oldest of them has waited, when
@@ -495,7 +532,11 @@ class Guards:
         The stages are predicted from the last batch (each operator's records per source event and busy time per
         record; the fitted per-task cost and observed speed-up, `stage_s`), its fixed cost as it was. Degrees are
         raised one at a time on the operator whose stage is longest, up to the slot bound and any ineffective-scaling
-        block, until the batch fits. Only raises: the next review may return to the vector before it at once."""
+        block, until the batch fits. Only raises: the next review may return to the vector before it at once. With
+        `settle`, the settle rule instead (`_settle_at_start`; it needs `time_s`, the run time now)."""
+        if self.enabled and self.params["settle"]:
+            return None if time_s is None or pending <= 0 else self._settle_at_start(pending, current, trigger_s,
+                                                                                     time_s, recent_arrivals)
         if not (self.enabled and self.params["burst_sizing"]) or not self._recent or pending <= 0:
             return None
         last = self._recent[-1]
@@ -544,6 +585,121 @@ class Guards:
                                  "predicted.records": float(pending), "predicted.batch_s": predicted,
                                  "predicted.vector": vector_text(want)})
 
+    # ---- settle: the least vector the recent arrivals needed (controllers/settle.py) ----
+
+    def stage_model(self, last: Snapshot) -> StageModel | None:
+        """The replay's costs from the last batch and the observed curves: each operator's records per source event
+        and its busy time per record and per task (`task_costs`, else the last batch's), its effective parallelism
+        at each degree up to the slot bound (`speedup`), the batch's fixed cost as it was. None when the last batch
+        read too few records to say."""
+        if last.records_read < self.params["min_records"]:
+            return None
+        spans = sum(o.span_s for o in last.operators)
+        ratio, per_record, per_task, speedups = {}, {}, {}, {}
+        for op in last.operators:
+            if op.records_in <= 0 or op.busy_s <= 0:
+                ratio[op.name], per_record[op.name], per_task[op.name] = 0.0, 0.0, 0.0
+            else:
+                ratio[op.name] = op.records_in / last.records_read
+                per_record[op.name], per_task[op.name] = self.task_costs(op.name) or (op.busy_s / op.records_in, 0.0)
+            speedups[op.name] = [self.speedup(op.name, p) for p in range(1, self.cap + 1)]
+        return StageModel(max(0.0, last.batch_duration_s - spans), ratio, per_record, per_task, speedups)
+
+    def _settle(self, current: Mapping[str, int], trigger_s: float,
+                pending: tuple[float, int, tuple[int, ...] | None] | None = None
+                ) -> tuple[dict[str, int], float, float] | None:
+        """(covering vector, its replayed attainment, the current vector's) over the arrivals in memory — plus, at a
+        batch start, what arrived since the last batch ended (`pending`: now, the events waiting, their profile
+        when known) — or None before the replay can be trusted."""
+        if not self._recent or self.slo_latency_s is None:
+            return None
+        last = self._recent[-1]
+        model = self.stage_model(last)
+        if model is None:
+            return None
+        segments = list(self._segments)
+        if pending is not None:
+            now, waiting, profile = pending
+            if now > last.time_s:
+                segments.extend(arrival_segments(last.time_s, now, max(0, waiting - last.backlog), profile,
+                                                 SETTLE_SPREAD_TRIGGERS * trigger_s))
+        arrivals = Arrivals.from_segments(segments)
+        slo, target = self.slo_latency_s, settle_sizing_target(self.params["settle_target"])
+        window = self.params["settle_memory_s"]
+        now_share = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo).share(window)
+        floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
+        top = {op: self.max_useful(op, current[op]) for op in self.operators}
+        vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window)
+        return vector, result.share(window), now_share
+
+    def _settle_at_start(self, pending: int, current: Mapping[str, int], trigger_s: float, time_s: float,
+                         recent_arrivals: tuple[int, ...] | None) -> Decision | None:
+        """At a batch start: raise to the covering vector when the current one, replayed over the arrivals in memory
+        and the events now waiting, keeps less than settle_target of them on time. Only raises, and no return."""
+        found = self._settle(current, trigger_s, (time_s, pending, recent_arrivals))
+        if found is None:
+            return None
+        vector, attainment, now_attainment = found
+        if now_attainment >= self.params["settle_target"]:
+            return None
+        want = {op: max(current[op], vector[op]) for op in self.operators}
+        if want == dict(current):
+            return None
+        return Decision(want, f"settle: {pending} events waiting; replayed, {vector_text(current)} keeps "
+                              f"{now_attainment:.1%} on time < {self.params['settle_target']:.1%}, "
+                              f"{vector_text(want)} {attainment:.1%}",
+                        details={"guard.settle_attainment_current": now_attainment,
+                                 "guard.settle_attainment": attainment, "guard.settle_vector": vector_text(vector),
+                                 "predicted.records": float(pending), "predicted.vector": vector_text(want)})
+
+    def _settle_review(self, snapshot: Snapshot, reason: str, details: dict[str, Any]) -> Decision:
+        """The review with settle on: the controller's proposal is recorded, not applied. Up at once to the covering
+        vector when the current one would not have kept settle_target; down to it when it is lower and has been for
+        settle_down_s, and the change pays for itself (the reconfiguration-cost test); else hold."""
+        current = dict(snapshot.degrees)
+        p, t = self.params, snapshot.time_s
+        for key in [k for k in details if k.startswith("predicted.")]:
+            del details[key]  # the proposal's predictions: the ledger must not credit them to the settle rule
+        window = self._excluded(t)
+        found = None if window is not None else self._settle(current, snapshot.trigger_interval_s)
+        if found is None:
+            self._lower_since = None
+            note = "excluded period" if window is not None else "too little observed to replay"
+            return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} ({note})", details=details)
+        vector, attainment, now_attainment = found
+        details.update({"guard.settle_attainment_current": now_attainment, "guard.settle_attainment": attainment,
+                        "guard.settle_vector": vector_text(vector)})
+        target = p["settle_target"]
+        if now_attainment < target:
+            self._lower_since = None
+            want = {op: max(current[op], vector[op]) for op in self.operators}
+            if want != current:
+                return Decision(want, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "
+                                      f"{now_attainment:.1%} on time < {target:.1%}; {vector_text(want)} "
+                                      f"{attainment:.1%}", details=details)
+            return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} (nothing left to raise)",
+                            details=details)
+        if vector == current or any(vector[op] > current[op] for op in self.operators):
+            self._lower_since = None
+            return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} (replayed "
+                                     f"{now_attainment:.1%} on time)", details=details)
+        if self._lower_since is None:
+            self._lower_since = t
+        waited = t - self._lower_since
+        if waited < p["settle_down_s"]:
+            details["guard.down_pending_s"] = waited
+            return Decision(current, f"{reason}; guards: settle: {vector_text(vector)} would do, pending "
+                                     f"({waited:.0f}/{p['settle_down_s']:g} s)", details=details)
+        before, after = sum(current.values()), sum(vector.values())
+        benefit, cost = (before - after) * p["benefit_horizon_s"], p["reconfig_cost_s"] * (before + after)
+        details.update({"guard.benefit_slot_s": benefit, "guard.cost_slot_s": cost})
+        if benefit <= cost:
+            return Decision(current, f"{reason}; guards: settle: {vector_text(vector)} would do, not worth a change "
+                                     f"({benefit:.0f} <= {cost:.0f} slot-s)", details=details)
+        self._lower_since = None
+        return Decision(vector, f"{reason}; guards: settle: replayed, {vector_text(vector)} keeps {attainment:.1%} "
+                                f"on time (target {target:.1%})", details=details)
+
     # ---- the review of a proposal ----
 
     def _excluded(self, t: float) -> tuple[float, float] | None:
@@ -576,6 +732,8 @@ class Guards:
         def hold(note: str) -> Decision:
             return Decision(dict(current), f"{reason}; guards: {note}", details=details)
 
+        if p["settle"]:
+            return self._settle_review(snapshot, reason, details)
         proposal_changes = want != current
         before_burst, self._before_burst = self._before_burst, None
         if self._burst_needed:

@@ -99,13 +99,15 @@ class ControlLoop:
         self.log: list[DecisionRecord] = []
 
     def at_batch_start(self, last_batch_id: int, time_s: float, pending: int,
-                       oldest_wait_s: float | None = None) -> dict[str, int]:
+                       oldest_wait_s: float | None = None,
+                       recent_arrivals: tuple[int, ...] | None = None) -> dict[str, int]:
         """Ask the controller, as batch last_batch_id + 1 starts and is known to read `pending` events (the oldest
-        waiting `oldest_wait_s`, when the source knows it), whether
+        waiting `oldest_wait_s`, and what arrived since the last batch ended, `recent_arrivals`, when the source knows
+        them), whether
         that batch should run with other degrees (Controller.at_batch_start); a change is validated, applied and
         recorded like any decision, numbered as a decision after the last batch (in force in the next one);
         returns the degrees for the starting batch."""
-        decision = self.controller.at_batch_start(pending, time_s, dict(self.degrees), oldest_wait_s)
+        decision = self.controller.at_batch_start(pending, time_s, dict(self.degrees), oldest_wait_s, recent_arrivals)
         if decision is not None:
             decision = self.controller.fit_to_slots(decision, None, self.executors, time_s)
         if decision is not None and dict(decision.degrees) != self.degrees:

@@ -67,9 +67,10 @@ class ThresholdController(Controller):
         return {op: max(self.params["initial_degree"], self.params["min_degree"]) for op in self.operators}
 
     def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int],
-                       oldest_wait_s: float | None = None) -> Decision | None:
+                       oldest_wait_s: float | None = None,
+                       recent_arrivals: tuple[int, ...] | None = None) -> Decision | None:
         return self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0,
-                                       oldest_wait_s)
+                                       oldest_wait_s, time_s, recent_arrivals)
 
     def decide(self, snapshot: Snapshot) -> Decision:
         if not self.guards.enabled:

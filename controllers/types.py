@@ -7,7 +7,26 @@ them apart, which is what lets the same controller be unit-tested in microsecond
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
+
+# width of the bins an arrival profile counts events in: fine enough to tell a one-second burst from a steady load
+# within a two-second trigger, coarse enough to cost a handful of numbers per batch (the project's choice)
+ARRIVAL_BIN_S = 0.25
+
+
+def arrival_profile(count_due: Callable[[float], int], start_s: float, end_s: float,
+                    bin_s: float = ARRIVAL_BIN_S) -> tuple[int, ...]:
+    """Events that became due in consecutive `bin_s` bins from start_s to end_s (the last bin ends at end_s and may be
+    shorter), from `count_due(t)`, the events due by run time t: what a source knows of when its records arrived
+    (a Kafka record's timestamp), the same that the run's latencies are measured from."""
+    if end_s <= start_s:
+        return ()
+    edges = [start_s]
+    while edges[-1] + bin_s < end_s - 1e-9:
+        edges.append(edges[-1] + bin_s)
+    edges.append(end_s)
+    due = [count_due(t) for t in edges]
+    return tuple(int(b - a) for a, b in zip(due[:-1], due[1:]))
 
 
 @dataclass(frozen=True)
@@ -42,7 +61,9 @@ class Snapshot:
     """What the loop observed after micro-batch `batch_id`.
 
     arrivals: events that became due since the previous snapshot (the offered load, not what was admitted);
-    records_read: events the batch read; backlog: events due but not yet read when the batch finished.
+    records_read: events the batch read; backlog: events due but not yet read when the batch finished;
+    arrival_profile: the arrivals by when they became due, in ARRIVAL_BIN_S bins from time_s - interval_s
+    (`arrival_profile`); None when the source does not say.
     """
 
     batch_id: int
@@ -63,6 +84,7 @@ class Snapshot:
     memory_mb: float | None = None
     cpu_cores: int | None = None  # the host's cores, to read cpu_percent as a share of the machine
     slots: int | None = None  # task slots registered at this batch (executor cores on a cluster); None: not known
+    arrival_profile: tuple[int, ...] | None = None
 
     @property
     def degrees(self) -> dict[str, int]:

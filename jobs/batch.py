@@ -17,7 +17,7 @@ import numpy as np
 
 from controllers.loop import ControlLoop
 from controllers.placement import PlacementController
-from controllers.types import Snapshot
+from controllers.types import Snapshot, arrival_profile
 from jobs.actuators import RunActuators
 from jobs.actuators.placement import placement_snapshot
 from jobs.config import RunConfig
@@ -107,7 +107,10 @@ class BatchProcessor:
         # how long the oldest of them has waited: after a batch that overran its trigger, longer than one interval
         oldest_wait_s = ((now_us - int(self.schedule.arrival_us(self.next_event, self.next_event + 1)[0])) / US
                          if pending > 0 else None)
-        self.loop.at_batch_start(batch_id - 1, start - self.anchor_us / US, max(0, pending), oldest_wait_s)
+        now_s = now_us / US
+        since = self.prev_end_s if self.prev_end_s is not None else max(0.0, now_s - self.config.trigger_s)
+        self.loop.at_batch_start(batch_id - 1, start - self.anchor_us / US, max(0, pending), oldest_wait_s,
+                                 arrival_profile(self._due_by, since, now_s))
         degrees = self.degrees.batch_started(start - self.anchor_us / US)
         routing = self._placement_started(batch_id, degrees) if self.placement is not None else None
         self.stats.reset()
@@ -127,6 +130,10 @@ class BatchProcessor:
         commit_batch(self.output, spark_batch_id, table, events=(first, n))
         end = time.time()
         self._after_batch(batch_id, spark_batch_id, start, end, degrees, group, first, n)
+
+    def _due_by(self, time_s: float) -> int:
+        """Events due by run time `time_s` (seconds from the anchor): the arrival profiles' source."""
+        return self.schedule.count_due(int(time_s * US))
 
     def _read_range(self, batch_id: int) -> tuple[int, int]:
         """(first event, events) the batch read, checked: the first operator's tasks read exactly the contiguous
@@ -175,6 +182,7 @@ class BatchProcessor:
             operators=ops, max_degree=self.config.max_degree, cpu_percent=cpu, memory_mb=mem,
             cpu_cores=self.sampler.cores, executors=None if active is None else len(active),
             slots=None if active is None else sum(v.cores for v in active),
+            arrival_profile=arrival_profile(self._due_by, time_s - interval, time_s),
         )
         new_degrees = self.loop.step(snapshot)  # decided, validated, applied by the actuators, recorded
         decision = self.loop.log[-1]

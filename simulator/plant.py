@@ -32,7 +32,7 @@ import numpy as np
 
 from controllers.cost_model import ArrivalSchedule, OperatorModel, extra_stages, operator_timing
 from controllers.loop import ControlLoop, DecisionRecord
-from controllers.types import OperatorMetrics, Snapshot
+from controllers.types import OperatorMetrics, Snapshot, arrival_profile
 from params.units import US
 
 if TYPE_CHECKING:
@@ -155,7 +155,8 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             coming = [(at, c) for at, c in coming if at > t]
         slots = config.slots if executors is None else executors
         arrived_s = arrivals.arrival_us(read, due) / US  # the batch's events: the oldest one's wait, then latencies
-        degrees = loop.at_batch_start(batch_id - 1, t, n, t - arrived_s[0])
+        degrees = loop.at_batch_start(batch_id - 1, t, n, t - arrived_s[0],
+                                      arrival_profile(lambda s: arrivals.count_due(int(s * US)), prev_end, t))
         records = n
         ops = []
         span_total = 0.0
@@ -197,6 +198,7 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             max_degree=config.max_degree,
             executors=executors,
             slots=None if executors is None else slots,
+            arrival_profile=arrival_profile(lambda s: arrivals.count_due(int(s * US)), prev_end, end),
         )
         batches.append(BatchRecord(snapshot, t, end, latencies))
         next_start = end if duration >= config.trigger_interval_s else t + config.trigger_interval_s

@@ -1,0 +1,168 @@
+"""Settling on a covering vector: the least degree vector (found greedily) that, held unchanged, would have kept the
+SLO over the recent arrivals, replayed on the operators' observed costs. Pure: arrays in, numbers out.
+
+Why: where a change of degrees restarts the job (Flink's autoscaler restarts it), each action is paid in downtime,
+and a controller that meets every burst with a raise and a return takes two actions per burst. The action budget
+(studies/action_budget.py) shows that a static vector meets the SLO target on the bursty traces at 1.3-1.6x the
+oracle's cost with no action at all; a controller cannot know that vector in advance, but it can learn it from what
+has arrived: replay the arrivals it has seen through a micro-batch queue at a candidate vector, count the events
+that would have been on time, and hold the least vector that reaches the target. It changes the vector only when
+the one it holds would not have reached the target (a burst larger than any seen), or when a lower one would have
+(the bursts it was sized for have left the memory).
+
+The replay (`replay`): the arrivals are segments (start, end, events) spread evenly over each segment, as a
+snapshot reports them (the events due between two batch ends); batches start on the trigger, or at once after one
+that overran it, and each reads everything due; a batch of n source events takes the fixed cost plus, per operator,
+its stage time at its degree (`StageModel`); an event is on time when its batch ends within the SLO of its arrival.
+The last batch starts at the end of the arrivals (the batch about to read what is waiting
+now). Approximations, each stated: no backlog before the memory
+window, arrivals even within a snapshot's interval, the trigger grid restarted after an overrun (Spark's
+ProcessingTime trigger does the same).
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from controllers.types import ARRIVAL_BIN_S
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """Cumulative arrivals: `times` ascending, `counts[i]` events due by `times[i]` (linear in between). Plain
+    lists: the replay reads them one point at a time, where bisect beats numpy's per-call overhead."""
+
+    times: tuple[float, ...]
+    counts: tuple[float, ...]
+
+    @classmethod
+    def from_segments(cls, segments: Sequence[tuple[float, float, float]]) -> "Arrivals":
+        """From contiguous (start, end, events) segments in time order; a gap between two is taken as no arrivals."""
+        times, counts, total = [], [], 0.0
+        for start, end, events in segments:
+            if not times or start > times[-1]:
+                times.append(start)
+                counts.append(total)
+            total += max(0.0, events)
+            times.append(max(end, times[-1] + 1e-9))
+            counts.append(total)
+        return cls(tuple(times), tuple(counts))
+
+    def due(self, t: float) -> float:
+        times, counts = self.times, self.counts
+        i = bisect_right(times, t)
+        if i == 0:
+            return counts[0] if counts else 0.0
+        if i == len(times):
+            return counts[-1]
+        t0, t1 = times[i - 1], times[i]
+        return counts[i - 1] + (counts[i] - counts[i - 1]) * (t - t0) / (t1 - t0)
+
+    @property
+    def total(self) -> float:
+        return self.counts[-1] if self.counts else 0.0
+
+
+@dataclass(frozen=True)
+class StageModel:
+    """Per operator: records per source event, busy seconds per record and per task, and the effective parallelism
+    at each degree 1..len(speedups) (the guards' observed capacity curve); plus the fixed cost of a batch."""
+
+    fixed_s: float
+    ratio: Mapping[str, float]
+    per_record_s: Mapping[str, float]
+    per_task_s: Mapping[str, float]
+    speedups: Mapping[str, Sequence[float]]
+
+    def stage_s(self, op: str, degree: int, events: float) -> float:
+        return ((events * self.ratio[op] * self.per_record_s[op] + degree * self.per_task_s[op])
+                / max(1e-9, self.speedups[op][degree - 1]))
+
+    def batch_s(self, vector: Mapping[str, int], events: float) -> float:
+        return self.fixed_s + sum(self.stage_s(op, vector[op], events) for op in self.ratio)
+
+
+@dataclass(frozen=True)
+class Replay:
+    on_time: float
+    judged: float
+    largest_batch: float  # source events of the largest batch the replay ran
+    span_s: float = 0.0  # the arrivals' time span
+
+    @property
+    def attainment(self) -> float:
+        return self.on_time / self.judged if self.judged > 0 else 1.0
+
+    def share(self, window_s: float) -> float:
+        """The share of a `window_s` window's events on time, the late ones counted against the events such a
+        window carries at the replay's mean rate: an SLO error budget. Over a window fully seen it is the
+        attainment; early in a run, a burst's late events are weighed against the window to come, not against the
+        few seconds seen, so the first burst does not set the vector for a whole window."""
+        if self.judged <= 0:
+            return 1.0
+        scale = max(1.0, window_s / self.span_s) if self.span_s > 0 else 1.0
+        return 1.0 - (self.judged - self.on_time) / (self.judged * scale)
+
+
+def arrival_segments(start_s: float, end_s: float, events: int, profile: Sequence[int] | None, spread_s: float
+                     ) -> list[tuple[float, float, float]]:
+    """(start, end, events) segments of what became due between start_s and end_s: by the source's profile
+    (ARRIVAL_BIN_S bins from start_s) when it gives one, else all of it evenly over the last `spread_s` seconds."""
+    if profile:
+        edges = [min(end_s, start_s + i * ARRIVAL_BIN_S) for i in range(len(profile))] + [end_s]
+        return [(a, max(b, a), float(n)) for a, b, n in zip(edges[:-1], edges[1:], profile) if b > a or n]
+    return [(max(start_s, end_s - spread_s), end_s, float(events))]
+
+
+def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: float, slo_s: float) -> Replay:
+    """The micro-batch queue of the module's doc over `arrivals`, with `batch_s(events)` the time of a batch."""
+    if len(arrivals.times) < 2:
+        return Replay(0.0, 0.0, 0.0)
+    horizon = float(arrivals.times[-1])
+    read_until = float(arrivals.times[0])
+    start = read_until + trigger_s
+    on_time = judged = largest = 0.0
+    while read_until < horizon - 1e-9:
+        start = min(start, horizon)  # the last batch starts at the horizon: it reads what is waiting now
+        due = arrivals.due(start)
+        events = due - arrivals.due(read_until)
+        if events < 0.5:  # nothing to read: no batch
+            read_until, start = start, start + trigger_s
+            continue
+        end = start + batch_s(events)
+        on_time += max(0.0, due - arrivals.due(max(read_until, end - slo_s)))
+        judged += events
+        largest = max(largest, events)
+        read_until = start
+        start = max(start + trigger_s, end)  # the next trigger, or at once after a batch that overran it
+    return Replay(on_time, judged, largest, horizon - float(arrivals.times[0]))
+
+
+def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, int], top: Mapping[str, int],
+                    trigger_s: float, slo_s: float, target: float, window_s: float) -> tuple[dict[str, int], Replay]:
+    """The least vector found greedily from `floor` (each operator at most `top`) whose replay keeps at least
+    `target` of the judged events on time: raise, one degree at a time, the operator whose raise keeps the most
+    events on time (where none keeps more, the one whose stage is longest on the largest batch: a burst may need
+    several degrees before any of its events is on time). Where even `top` cannot reach the target (peaks beyond
+    any vector the slots allow), the target is that share of what `top` reaches: slots that buy nothing are not
+    held."""
+    def run(vector: Mapping[str, int]) -> Replay:
+        return replay(arrivals, lambda n: model.batch_s(vector, n), trigger_s, slo_s)
+
+    want = dict(floor)
+    result = run(want)
+    if result.share(window_s) >= target:
+        return want, result
+    goal = min(target, target * run(top).share(window_s))
+    while result.share(window_s) < goal:
+        trials = [({**want, op: want[op] + 1}, op) for op in want if want[op] < top[op]]
+        if not trials:
+            break
+        outcomes = [(run(trial), trial, op) for trial, op in trials]
+        best = max(outcomes, key=lambda o: o[0].on_time)
+        if best[0].on_time <= result.on_time:
+            size = result.largest_batch
+            best = max(outcomes, key=lambda o: model.stage_s(o[2], want[o[2]], size))
+        result, want = best[0], best[1]
+    return want, result

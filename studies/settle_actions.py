@@ -1,0 +1,115 @@
+"""Few actions at a bounded cost: the guards' `settle` option against the defaults and the published DS2, in the noisy
+plant, over every bursty workload the project has (no Spark).
+
+    python -m studies.settle_actions                 # the markdown table, ~1 min
+    python -m studies.settle_actions --noise-seeds 5
+
+Why: issue #21 asks DS2 with guards for at most 1.6x the oracle's cost *and* at least 50 % fewer scaling actions than
+DS2 without guards. The default guards meet bursts with a raise and a return (two actions per burst) and take more
+actions than the published DS2; the action budget (studies.action_budget) showed that a static vector would meet
+both at 1.3-1.6x. `settle` (controllers/settle.py) learns such a vector online: it holds the least vector that,
+replayed over the arrivals it has seen, keeps settle_target of them within the SLO, and changes it only when the
+held one would not have, or after a lower one has sufficed for settle_down_s.
+
+Cases: the guard study's trace windows (three Google, three Alibaba) and random-peak profiles (studies.
+guards_simulated), the bursty suite's five workloads and the nightly suite's two (each at seed 1), skipped with the
+reason where ../shared/traces is absent; the study's plant with noise (studies.burst_wait_budget.NOISY); the oracle
+on the same noisy run. Per case and configuration: mean actions, SLO attainment, cost ÷ the oracle's, and whether
+the three tests hold: actions <= half the published DS2's (or none), cost <= 1.6x, SLO within 5 points of the
+oracle's. The defaults of `settle` were chosen on these cases (settle_target 0.99 / 0.995 / 0.999, settle_down_s
+0 / 60, settle_memory_s 120 / 300 were compared here): they are not a held-out result, the Spark runs of the bursty
+suite are (docs/bursty.md).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from simulator.evaluate import simulate_configuration
+from studies.burst_wait_budget import NOISY
+from studies.guards_simulated import PLANT, SLO_LATENCY_S, available, schedule
+from workloads import Schedule, WorkloadError, load_workload, parse_workload
+
+STUDY_WORKLOADS = ("google2011_task_events", "alibaba2017_batch_task", "random-peaks (synthetic)")
+CATALOGUE = ("bursty-google-tasks", "bursty-alibaba-batch", "bursty-google-tasks-1s", "bursty-azure-conv",
+             "bursty-nasa-day", "step", "autoscale-paper")
+PUBLISHED = ("ds2:guards=false", "ds2", {"guards": False})
+CONFIGURATIONS = (PUBLISHED, ("ds2 (default guards)", "ds2", {}), ("ds2:settle=true", "ds2", {"settle": True}),
+                  ("threshold:settle=true", "threshold", {"settle": True}))
+ACTIONS_CUT, COST_CAP, SLO_SLACK = 0.5, 1.6, 0.05
+
+
+def cases() -> tuple[list[tuple[str, Schedule]], list[str]]:
+    found, skipped = [], []
+    for workload in STUDY_WORKLOADS:
+        why = available(workload)
+        if why:
+            skipped.append(f"{workload}: skipped ({why})")
+            continue
+        found += [(f"{workload}, seed {seed}", schedule(workload, seed)) for seed in (1, 2, 3)]
+    for workload in CATALOGUE:
+        try:
+            spec = {**load_workload(workload).to_dict(), "seed": 1}
+            found.append((workload, Schedule(parse_workload(spec, source=f"studies.settle_actions:{workload}"))))
+        except WorkloadError as exc:
+            skipped.append(f"{workload}: skipped ({exc})")
+    return found, skipped
+
+
+def oracle_params() -> dict:
+    return {"service_s": {op.name: op.service_s for op in PLANT.operators},
+            "selectivity": {op.name: op.selectivity for op in PLANT.operators},
+            "task_overhead_s": PLANT.operators[0].task_overhead_s, "batch_overhead_s": PLANT.batch_overhead_s,
+            "slots": PLANT.slots, "headroom": 1.0}
+
+
+def measure(controller: str, params: dict, arrivals: Schedule, noise_seeds: int, knows: bool = False
+            ) -> tuple[float, float, float]:
+    """(mean actions, mean SLO attainment, mean cost in slot-seconds) over the noisy runs."""
+    runs = [simulate_configuration(controller, params, arrivals, NOISY, slo_latency_s=SLO_LATENCY_S,
+                                   knows_schedule=knows, noise_seed=n) for n in range(noise_seeds)]
+    return (float(np.mean([r.scaling_actions for r in runs])), float(np.mean([r.slo_attainment for r in runs])),
+            float(np.mean([r.cost_slot_seconds for r in runs])))
+
+
+def table(noise_seeds: int) -> tuple[str, list[str]]:
+    found, skipped = cases()
+    labels = [label for label, _, _ in CONFIGURATIONS]
+    lines = ["| workload | oracle SLO % | " + " | ".join(f"`{label}`: actions / SLO % / ÷ oracle" for label in labels)
+             + " |", "|---|---|" + "---|" * len(labels)]
+    met = {label: [0, 0, 0, 0] for label in labels}
+    for name, arrivals in found:
+        _, oracle_slo, oracle_cost = measure("oracle", oracle_params(), arrivals, noise_seeds, knows=True)
+        cells, published_actions = [], None
+        for label, controller, params in CONFIGURATIONS:
+            actions, slo, cost = measure(controller, params, arrivals, noise_seeds)
+            published_actions = actions if published_actions is None else published_actions
+            ratio = cost / oracle_cost
+            tests = (actions == 0 or actions <= ACTIONS_CUT * published_actions, ratio <= COST_CAP,
+                     slo >= oracle_slo - SLO_SLACK)
+            for i, ok in enumerate((*tests, all(tests))):
+                met[label][i] += ok
+            cells.append(f"{actions:.1f} / {100 * slo:.1f} / {ratio:.2f}" + (" ✓" if all(tests) else ""))
+        lines.append(f"| {name} | {100 * oracle_slo:.1f} | " + " | ".join(cells) + " |")
+    lines += ["", f"Cases meeting each test, of {len(found)} (✓ above: all three):", "",
+              "| configuration | actions <= half the published DS2's | cost <= 1.6x the oracle | SLO within 5 points "
+              "| all three |", "|---|---|---|---|---|"]
+    lines += [f"| `{label}` | " + " | ".join(str(n) for n in counts) + " |" for label, counts in met.items()]
+    return "\n".join(lines), skipped
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--noise-seeds", type=int, default=2, help="noisy runs per case (2)")
+    args = parser.parse_args(argv)
+    text, skipped = table(args.noise_seeds)
+    print(f"Plant: the guard study's, with noise; SLO latency {SLO_LATENCY_S:g} s; {args.noise_seeds} noise seeds per "
+          f"case; the oracle on the same noisy runs.\n")
+    print("\n".join([text, *skipped]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
