@@ -50,3 +50,30 @@ def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_ur
                                             tracking_uri=tracking_uri))
     row = ledger[ledger["reason"].str.startswith("at batch start")].iloc[0]
     assert row["predicted_records"] >= 5000 and row["realised_batch_s"] > 0
+
+
+def test_settled_the_job_holds_one_vector_for_the_spikes_from_the_arrival_profile(tracking_uri, mlflow_client,
+                                                                                  tmp_path):
+    """The guards' settle mode on Spark: the job gives the arrival profile with every batch and at every batch
+    start, the guards replay it, and the three spikes are met by one held vector instead of a raise and a return
+    each."""
+    workload = tmp_path / "w.yaml"
+    spike = ("{{name: s{i}, profile: flash_crowd, "
+             "params: {{base: 0, peak: 50000, at_s: {at}, rise_s: 0.5, decay_s: 0.3}}}}")
+    workload.write_text("name: spikes-settle\nduration_s: 30\nseed: 4\nstreams:\n"
+                        "- {name: base, profile: constant, params: {rate: 600}}\n"
+                        + "".join(f"- {spike.format(i=i, at=at)}\n" for i, at in enumerate((10, 17, 24))))
+    proc = run_cli(["--controller", "ds2", "--param", "settle=true", "--param", "min_records=100",
+                    "--workload", str(workload), "--tracking-uri", tracking_uri, "--experiment", "it-settle",
+                    "--output-dir", str(tmp_path / "job"), "--quiet"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("it-settle").experiment_id])
+    m = run.data.metrics
+    assert run.info.status == "FINISHED" and m["records_lost"] == 0 and m["records_duplicated"] == 0
+    decisions = [json.loads(line) for line in open(download_artifacts(
+        run_id=run.info.run_id, artifact_path="decisions.jsonl", tracking_uri=tracking_uri))]
+    changes = [d for d in decisions if d["changed"]]
+    assert changes and all("settle" in d["reason"] for d in changes), [d["reason"] for d in decisions]
+    # raised for the first spike and held: no return after it, so fewer changes than spikes (burst sizing: 2 each)
+    assert len(changes) <= 2 and all(sum(d["after"].values()) > sum(d["before"].values()) for d in changes)
+    assert all(0.0 <= d["details"]["guard.settle_attainment_current"] <= 1.0 for d in changes)
