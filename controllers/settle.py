@@ -145,8 +145,8 @@ def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, i
     `target` of the judged events on time: raise, one degree at a time, the operator whose raise keeps the most
     events on time (where none keeps more, the one whose stage is longest on the largest batch: a burst may need
     several degrees before any of its events is on time). Where even `top` cannot reach the target (peaks beyond
-    any vector the slots allow), the target is that share of what `top` reaches: slots that buy nothing are not
-    held."""
+    any vector the slots allow), the goal is what `top` reaches less the target's error budget (1 - target): the
+    degrees that would buy the last few events are not held."""
     def run(vector: Mapping[str, int]) -> Replay:
         return replay(arrivals, lambda n: model.batch_s(vector, n), trigger_s, slo_s)
 
@@ -154,7 +154,7 @@ def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, i
     result = run(want)
     if result.share(window_s) >= target:
         return want, result
-    goal = min(target, target * run(top).share(window_s))
+    goal = min(target, run(top).share(window_s) - (1.0 - target))
     while result.share(window_s) < goal:
         trials = [({**want, op: want[op] + 1}, op) for op in want if want[op] < top[op]]
         if not trials:

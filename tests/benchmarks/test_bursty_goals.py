@@ -19,10 +19,12 @@ def test_goals_per_workload_against_the_oracle_also_where_it_is_infeasible(tmp_p
                  ("calm", "ds2:guards=false", seed, 0.99, 150.0, 20, 0),
                  ("calm", "ds2", seed, 0.97, 120.0, 6, 0),   # 1.2x, 70 % fewer actions
                  ("calm", "threshold", seed, 0.80, 90.0, 4, 0),          # cheap but 20 points below the oracle
+                 ("calm", "ds2:settle=true", seed, 0.98, 140.0, 2, 0),   # 1.4x, 90 % fewer actions
                  # the oracle keeps only 80 % on the bursts: its cost is the bound of what it reached
                  ("bursts", "oracle:service_s={a: 1}", seed, 0.80, 200.0, 9, 4),
                  ("bursts", "ds2:guards=false", seed, 0.50, 1000.0, 30, 0),
-                 ("bursts", "ds2", seed, 0.78, 400.0, 20, 0)]
+                 ("bursts", "ds2", seed, 0.78, 400.0, 20, 0),
+                 ("bursts", "ds2:settle=true", seed, 0.70, 300.0, 18, 0)]
     uri, parent = fabricate(tmp_path, rows)
     text = "\n".join(goals(uri, [parent]))
     assert "calm: oracle SLO 100.0 [100.0, 100.0] %" in text
@@ -33,7 +35,14 @@ def test_goals_per_workload_against_the_oracle_also_where_it_is_infeasible(tmp_p
     assert "ds2 at 2.00x — goal <= 1.3x MISSED" in text
     assert "DS2 with guards: 2.00x the oracle — goal <= 1.6x MISSED" in text
     assert "DS2 with guards: 33% fewer scaling actions than without — goal >= 50% fewer MISSED" in text
-    assert "across workloads: best met on 1 of 2; guarded_cost met on 1 of 2; guarded_actions met on 1 of 2" in text
+    # the few-actions mode is read on its own: both goals on the calm workload, the cost only on the bursts
+    settled = "DS2 with guards, settled (ds2:settle=true)"
+    assert f"{settled}: 1.40x the oracle — goal <= 1.6x met" in text
+    assert f"{settled}: 90% fewer scaling actions than without — goal >= 50% fewer met" in text
+    assert f"{settled}: 1.50x the oracle — goal <= 1.6x met" in text
+    assert f"{settled}: 40% fewer scaling actions than without — goal >= 50% fewer MISSED" in text
+    assert ("across workloads: best met on 1 of 2; guarded_cost met on 1 of 2; guarded_actions met on 1 of 2; "
+            "settled_cost met on 2 of 2; settled_actions met on 1 of 2") in text
     # regret per SLO point on the infeasible workload: (1000 / 0.5) / (200 / 0.8) - 1 = 7
     assert "7.00 [7.00, 7.00]" in text
 
