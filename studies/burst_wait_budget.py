@@ -27,29 +27,15 @@ import numpy as np
 
 from analysis.stats import bootstrap_mean
 from simulator.evaluate import simulate_configuration
-from studies.guards_simulated import PLANT, SLO_LATENCY_S, available, schedule
-from workloads import Schedule, WorkloadError, load_workload, parse_workload
+from studies.guards_simulated import PLANT, SLO_LATENCY_S, study_cases
+from workloads import Schedule
 
 NOISY = dataclasses.replace(PLANT, batch_overhead_sigma=0.15, service_sigma={op.name: 0.1 for op in PLANT.operators})
-STUDY_WORKLOADS = ("google2011_task_events", "alibaba2017_batch_task", "random-peaks (synthetic)")
 SUITE_WORKLOADS = ("bursty-google-tasks", "bursty-alibaba-batch", "bursty-google-tasks-1s")
 
 
 def cases() -> tuple[list[tuple[str, Schedule]], list[str]]:
-    found, skipped = [], []
-    for workload in STUDY_WORKLOADS:
-        why = available(workload)
-        if why:
-            skipped.append(f"{workload}: skipped ({why})")
-            continue
-        found += [(f"{workload}, seed {seed}", schedule(workload, seed)) for seed in (1, 2, 3)]
-    for workload in SUITE_WORKLOADS:
-        try:
-            spec = {**load_workload(workload).to_dict(), "seed": 1}
-            found.append((workload, Schedule(parse_workload(spec, source=f"studies.burst_wait_budget:{workload}"))))
-        except WorkloadError as exc:
-            skipped.append(f"{workload}: skipped ({exc})")
-    return found, skipped
+    return study_cases(SUITE_WORKLOADS, "studies.burst_wait_budget")
 
 
 def table(noise_seeds: int) -> tuple[str, list[str]]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 
 from analysis.stats import bootstrap_mean
@@ -102,14 +102,18 @@ def run_once(controller: str, guards: bool, arrivals: Schedule, params: dict[str
     return Outcome(run.scaling_actions, run.slo_attainment, run.cost_slot_seconds)
 
 
+def oracle_params(plant: PlantConfig = PLANT) -> dict[str, Any]:
+    """The oracle's parameters for a plant: its exact costs (headroom 1)."""
+    return {"service_s": {op.name: op.service_s for op in plant.operators},
+            "selectivity": {op.name: op.selectivity for op in plant.operators},
+            "task_overhead_s": plant.operators[0].task_overhead_s, "batch_overhead_s": plant.batch_overhead_s,
+            "slots": plant.slots, "headroom": 1.0}
+
+
 def run_oracle(arrivals: Schedule, plant: PlantConfig = PLANT, duration_s: float = DURATION_S) -> Outcome:
     """The oracle on the same plant: it knows the schedule and the plant's exact costs (headroom 1), the least
     cost any controller keeping the SLO could reach (when the SLO is feasible at all)."""
-    params = {"service_s": {op.name: op.service_s for op in plant.operators},
-              "selectivity": {op.name: op.selectivity for op in plant.operators},
-              "task_overhead_s": plant.operators[0].task_overhead_s, "batch_overhead_s": plant.batch_overhead_s,
-              "slots": plant.slots, "headroom": 1.0}
-    run = simulate_configuration("oracle", params, arrivals, plant, slo_latency_s=SLO_LATENCY_S,
+    run = simulate_configuration("oracle", oracle_params(plant), arrivals, plant, slo_latency_s=SLO_LATENCY_S,
                                  duration_s=duration_s, knows_schedule=True)
     return Outcome(run.scaling_actions, run.slo_attainment, run.cost_slot_seconds)
 
@@ -121,6 +125,29 @@ def available(workload: str) -> str | None:
     except WorkloadError as exc:
         return str(exc)
     return None
+
+
+# the study's own bursty workloads (three seeds each: a trace window moves half an hour per seed)
+STUDY_WORKLOADS = ("google2011_task_events", "alibaba2017_batch_task", "random-peaks (synthetic)")
+
+
+def study_cases(catalogue: Sequence[str], source: str) -> tuple[list[tuple[str, Schedule]], list[str]]:
+    """(name, schedule) of the study's bursty workloads at seeds 1-3 and of the catalogue's `catalogue` workloads at
+    seed 1, and the reasons of those skipped (a trace that is not on this machine)."""
+    found, skipped = [], []
+    for workload in STUDY_WORKLOADS:
+        why = available(workload)
+        if why:
+            skipped.append(f"{workload}: skipped ({why})")
+            continue
+        found += [(f"{workload}, seed {seed}", schedule(workload, seed)) for seed in (1, 2, 3)]
+    for workload in catalogue:
+        try:
+            spec = {**load_workload(workload).to_dict(), "seed": 1}
+            found.append((workload, Schedule(parse_workload(spec, source=f"{source}:{workload}"))))
+        except WorkloadError as exc:
+            skipped.append(f"{workload}: skipped ({exc})")
+    return found, skipped
 
 
 def _cell(values: list[float], fmt: str) -> str:

@@ -29,40 +29,15 @@ import numpy as np
 
 from simulator.evaluate import simulate_configuration
 from studies.burst_wait_budget import NOISY
-from studies.guards_simulated import PLANT, SLO_LATENCY_S, available, schedule
-from workloads import Schedule, WorkloadError, load_workload, parse_workload
+from studies.guards_simulated import SLO_LATENCY_S, oracle_params, study_cases
+from workloads import Schedule
 
-STUDY_WORKLOADS = ("google2011_task_events", "alibaba2017_batch_task", "random-peaks (synthetic)")
 CATALOGUE = ("bursty-google-tasks", "bursty-alibaba-batch", "bursty-google-tasks-1s", "bursty-azure-conv",
              "bursty-nasa-day", "step", "autoscale-paper")
 PUBLISHED = ("ds2:guards=false", "ds2", {"guards": False})
 CONFIGURATIONS = (PUBLISHED, ("ds2 (default guards)", "ds2", {}), ("ds2:settle=true", "ds2", {"settle": True}),
                   ("threshold:settle=true", "threshold", {"settle": True}))
 ACTIONS_CUT, COST_CAP, SLO_SLACK = 0.5, 1.6, 0.05
-
-
-def cases() -> tuple[list[tuple[str, Schedule]], list[str]]:
-    found, skipped = [], []
-    for workload in STUDY_WORKLOADS:
-        why = available(workload)
-        if why:
-            skipped.append(f"{workload}: skipped ({why})")
-            continue
-        found += [(f"{workload}, seed {seed}", schedule(workload, seed)) for seed in (1, 2, 3)]
-    for workload in CATALOGUE:
-        try:
-            spec = {**load_workload(workload).to_dict(), "seed": 1}
-            found.append((workload, Schedule(parse_workload(spec, source=f"studies.settle_actions:{workload}"))))
-        except WorkloadError as exc:
-            skipped.append(f"{workload}: skipped ({exc})")
-    return found, skipped
-
-
-def oracle_params() -> dict:
-    return {"service_s": {op.name: op.service_s for op in PLANT.operators},
-            "selectivity": {op.name: op.selectivity for op in PLANT.operators},
-            "task_overhead_s": PLANT.operators[0].task_overhead_s, "batch_overhead_s": PLANT.batch_overhead_s,
-            "slots": PLANT.slots, "headroom": 1.0}
 
 
 def measure(controller: str, params: dict, arrivals: Schedule, noise_seeds: int, knows: bool = False
@@ -75,7 +50,7 @@ def measure(controller: str, params: dict, arrivals: Schedule, noise_seeds: int,
 
 
 def table(noise_seeds: int) -> tuple[str, list[str]]:
-    found, skipped = cases()
+    found, skipped = study_cases(CATALOGUE, "studies.settle_actions")
     labels = [label for label, _, _ in CONFIGURATIONS]
     lines = ["| workload | oracle SLO % | " + " | ".join(f"`{label}`: actions / SLO % / ÷ oracle" for label in labels)
              + " |", "|---|---|" + "---|" * len(labels)]

@@ -10,19 +10,23 @@ from tests.support import run_cli
 pytestmark = pytest.mark.spark
 
 
-def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_uri, mlflow_client, tmp_path):
+def spikes(tmp_path):
+    """600 ev/s, and three spikes of about 50,000 events within a second, 7 s apart: at degree 1 such a batch would
+    take about 9 s, past the 3 s catch-up budget (SLO 5 s less the 2 s trigger). Where a spike falls against the
+    trigger is left to the clock; a spike that arrives while a batch runs is met by the decision after that batch
+    instead, so three spikes at different phases make sure some batch starts with one waiting."""
     workload = tmp_path / "w.yaml"
-    # 600 ev/s, and three spikes of about 50,000 events within a second, 7 s apart: at degree 1 such a batch would
-    # take about 9 s, past the 3 s catch-up budget (SLO 5 s less the 2 s trigger). Where a spike falls against the
-    # trigger is left to the clock; a spike that arrives while a batch runs is met by the decision after that batch
-    # instead, so three spikes at different phases make sure some batch starts with one waiting.
     spike = ("{{name: s{i}, profile: flash_crowd, "
              "params: {{base: 0, peak: 50000, at_s: {at}, rise_s: 0.5, decay_s: 0.3}}}}")
     workload.write_text("name: spikes-it\nduration_s: 30\nseed: 4\nstreams:\n"
                         "- {name: base, profile: constant, params: {rate: 600}}\n"
                         + "".join(f"- {spike.format(i=i, at=at)}\n" for i, at in enumerate((10, 17, 24))))
+    return workload
+
+
+def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_uri, mlflow_client, tmp_path):
     proc = run_cli(["--controller", "ds2", "--param", "guards=true", "--param", "min_records=100",
-                    "--workload", str(workload), "--tracking-uri", tracking_uri, "--experiment", "it-burst",
+                    "--workload", str(spikes(tmp_path)), "--tracking-uri", tracking_uri, "--experiment", "it-burst",
                     "--output-dir", str(tmp_path / "job"), "--quiet"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("it-burst").experiment_id])
@@ -57,14 +61,8 @@ def test_settled_the_job_holds_one_vector_for_the_spikes_from_the_arrival_profil
     """The guards' settle mode on Spark: the job gives the arrival profile with every batch and at every batch
     start, the guards replay it, and the three spikes are met by one held vector instead of a raise and a return
     each."""
-    workload = tmp_path / "w.yaml"
-    spike = ("{{name: s{i}, profile: flash_crowd, "
-             "params: {{base: 0, peak: 50000, at_s: {at}, rise_s: 0.5, decay_s: 0.3}}}}")
-    workload.write_text("name: spikes-settle\nduration_s: 30\nseed: 4\nstreams:\n"
-                        "- {name: base, profile: constant, params: {rate: 600}}\n"
-                        + "".join(f"- {spike.format(i=i, at=at)}\n" for i, at in enumerate((10, 17, 24))))
     proc = run_cli(["--controller", "ds2", "--param", "settle=true", "--param", "min_records=100",
-                    "--workload", str(workload), "--tracking-uri", tracking_uri, "--experiment", "it-settle",
+                    "--workload", str(spikes(tmp_path)), "--tracking-uri", tracking_uri, "--experiment", "it-settle",
                     "--output-dir", str(tmp_path / "job"), "--quiet"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("it-settle").experiment_id])
