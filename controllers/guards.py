@@ -687,8 +687,8 @@ class Guards:
 
     def _settle_review(self, snapshot: Snapshot, reason: str, details: dict[str, Any]) -> Decision:
         """The review with settle on: the controller's proposal is recorded, not applied. Up at once to the covering
-        vector when the current one would not have kept settle_target; down to it when it is lower and has been for
-        settle_down_s, and the change pays for itself (the reconfiguration-cost test); else hold."""
+        vector when the current one, replayed, keeps less than `settle_act_share`; down to it when it is lower and
+        has been for settle_down_s, and the change pays for itself (the reconfiguration-cost test); else hold."""
         current = dict(snapshot.degrees)
         p, t = self.params, snapshot.time_s
         for key in [k for k in details if k.startswith("predicted.")]:
