@@ -67,7 +67,8 @@ class Arrivals:
 @dataclass(frozen=True)
 class StageModel:
     """Per operator: records per source event, busy seconds per record and per task, and the effective parallelism
-    at each degree 1..len(speedups) (the guards' observed capacity curve); plus the fixed cost of a batch."""
+    at each degree 1..len(speedups) (the guards' observed capacity curve, up to the slot bound; a degree beyond it
+    adds waves, not speed: it has the last one's); plus the fixed cost of a batch."""
 
     fixed_s: float
     ratio: Mapping[str, float]
@@ -77,7 +78,7 @@ class StageModel:
 
     def stage_s(self, op: str, degree: int, events: float) -> float:
         return ((events * self.ratio[op] * self.per_record_s[op] + degree * self.per_task_s[op])
-                / max(1e-9, self.speedups[op][degree - 1]))
+                / max(1e-9, self.speedups[op][min(degree, len(self.speedups[op])) - 1]))
 
     def batch_s(self, vector: Mapping[str, int], events: float) -> float:
         return self.fixed_s + sum(self.stage_s(op, vector[op], events) for op in self.ratio)

@@ -71,6 +71,12 @@ def model(per_record_enrich=1e-3):
                       {op: [float(p) for p in range(1, 9)] for op in OPS})
 
 
+def test_a_degree_beyond_the_slot_bound_replays_at_the_bounds_speed_up():
+    # a run started above the slots (initial_degree 7 on local[4]: a tuning trial found it) is replayed, not refused
+    bounded = StageModel(0.3, {"enrich": 1.0}, {"enrich": 1e-3}, {"enrich": 0.0}, {"enrich": [1.0, 2.0, 3.0, 4.0]})
+    assert bounded.stage_s("enrich", 7, 4000) == bounded.stage_s("enrich", 4, 4000) == pytest.approx(1.0)
+
+
 def test_the_covering_vector_is_the_least_that_reaches_the_target():
     # 3,000 events in one 2 s trigger: enrich alone takes 3 s at degree 1, 1.5 s at 2, 1 s at 3
     arrivals = even(3000)
