@@ -637,11 +637,13 @@ class Guards:
         return min(float(degree), busy / span) if span > 0 else self.speedup(op, degree)
 
     def _settle(self, current: Mapping[str, int], trigger_s: float,
-                pending: tuple[float, int, tuple[int, ...] | None] | None = None
+                pending: tuple[float, int, tuple[int, ...] | None] | None = None, act_below: float | None = None
                 ) -> tuple[dict[str, int], float, float] | None:
         """(covering vector, its replayed attainment, the current vector's) over the arrivals in memory — plus, at a
         batch start, what arrived since the last batch ended (`pending`: now, the events waiting, their profile
-        when known) — or None before the replay can be trusted."""
+        when known) — or None before the replay can be trusted. The covering vector is searched only when the
+        current vector's share is below `act_below`, when given (else it is the current vector, unsearched): a batch
+        start needs it only to raise, a review also to lower."""
         if not self._recent or self.slo_latency_s is None:
             return None
         last = self._recent[-1]
@@ -658,6 +660,8 @@ class Guards:
         slo, target = self.slo_latency_s, self.params["settle_target"]
         window = self.params["settle_memory_s"]
         now_share = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo).share(window)
+        if act_below is not None and now_share >= act_below:
+            return dict(current), now_share, now_share
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
         top = {op: self.max_useful(op, current[op]) for op in self.operators}
         vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window)
@@ -668,11 +672,11 @@ class Guards:
         """At a batch start: raise to the covering vector when the current one, replayed over the arrivals in memory
         and the events now waiting, keeps less than `settle_act_share` of them on time. Only raises, and no
         return."""
-        found = self._settle(current, trigger_s, (time_s, pending, recent_arrivals))
+        act = settle_act_share(self.params["settle_target"])
+        found = self._settle(current, trigger_s, (time_s, pending, recent_arrivals), act_below=act)
         if found is None:
             return None
         vector, attainment, now_attainment = found
-        act = settle_act_share(self.params["settle_target"])
         if now_attainment >= act:
             return None
         want = {op: max(current[op], vector[op]) for op in self.operators}

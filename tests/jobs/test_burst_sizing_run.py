@@ -24,16 +24,23 @@ def spikes(tmp_path):
     return workload
 
 
-def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_uri, mlflow_client, tmp_path):
-    proc = run_cli(["--controller", "ds2", "--param", "guards=true", "--param", "min_records=100",
-                    "--workload", str(spikes(tmp_path)), "--tracking-uri", tracking_uri, "--experiment", "it-burst",
+def run_spikes(param, experiment, tracking_uri, mlflow_client, tmp_path):
+    """DS2 with `param` on the spikes: the finished run (checked: nothing lost or duplicated), its metrics and its
+    decisions."""
+    proc = run_cli(["--controller", "ds2", "--param", param, "--param", "min_records=100",
+                    "--workload", str(spikes(tmp_path)), "--tracking-uri", tracking_uri, "--experiment", experiment,
                     "--output-dir", str(tmp_path / "job"), "--quiet"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("it-burst").experiment_id])
+    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name(experiment).experiment_id])
     m = run.data.metrics
     assert run.info.status == "FINISHED" and m["records_lost"] == 0 and m["records_duplicated"] == 0
     decisions = [json.loads(line) for line in open(download_artifacts(
         run_id=run.info.run_id, artifact_path="decisions.jsonl", tracking_uri=tracking_uri))]
+    return run, m, decisions
+
+
+def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_uri, mlflow_client, tmp_path):
+    run, m, decisions = run_spikes("guards=true", "it-burst", tracking_uri, mlflow_client, tmp_path)
     bursts = [d for d in decisions if d["reason"].startswith("at batch start: burst") and d["changed"]]
     assert bursts, [d["reason"] for d in decisions]
     assert m["batch_start_actions"] == len(bursts)
@@ -61,15 +68,7 @@ def test_settled_the_job_holds_one_vector_for_the_spikes_from_the_arrival_profil
     """The guards' settle mode on Spark: the job gives the arrival profile with every batch and at every batch
     start, the guards replay it, and the three spikes are met by one held vector instead of a raise and a return
     each."""
-    proc = run_cli(["--controller", "ds2", "--param", "settle=true", "--param", "min_records=100",
-                    "--workload", str(spikes(tmp_path)), "--tracking-uri", tracking_uri, "--experiment", "it-settle",
-                    "--output-dir", str(tmp_path / "job"), "--quiet"])
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("it-settle").experiment_id])
-    m = run.data.metrics
-    assert run.info.status == "FINISHED" and m["records_lost"] == 0 and m["records_duplicated"] == 0
-    decisions = [json.loads(line) for line in open(download_artifacts(
-        run_id=run.info.run_id, artifact_path="decisions.jsonl", tracking_uri=tracking_uri))]
+    run, m, decisions = run_spikes("settle=true", "it-settle", tracking_uri, mlflow_client, tmp_path)
     changes = [d for d in decisions if d["changed"]]
     assert changes and all("settle" in d["reason"] for d in changes), [d["reason"] for d in decisions]
     # raised for the first spike and held: no return after it, so fewer changes than spikes (burst sizing: 2 each)
