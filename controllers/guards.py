@@ -222,6 +222,10 @@ GUARD_PARAMS: dict[str, Param] = {
     "settle_memory_s": Param(float, 300.0, "guards, settle: seconds of arrivals the replay looks back over (a burst "
                                            "older than this no longer holds capacity)", 0.0, open_minimum=True,
                              search_when=("settle", True), search=SearchRange(60.0, 900.0, log=True)),
+    "settle_late_ratio": Param(float, 1.1, "guards, settle: where no vector the slots allow keeps settle_target "
+                                           "(peaks beyond capacity), hold the least one that lets at most this many "
+                                           "times as many events be late as the best (or one error budget more)",
+                               1.0, search_when=("settle", True), search=SearchRange(1.0, 1.5)),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
     "min_degree": MIN_DEGREE,
@@ -303,6 +307,8 @@ class Guards:
         self._follow_live = False  # bind: slots unknown before the run, so the live count bounds the degrees
         self._segments: deque[tuple[float, float, float]] = deque()  # settle: (start, end, events) arrivals
         self._settle_curve: deque[tuple[float, str, int, float, float]] = deque()  # settle: (t, op, degree, busy, span)
+        self._settle_chosen: tuple[dict[str, int], float] | None = None  # settle: the vector it last chose, and when
+        self._starts_seen = False  # settle: the runner asks at batch starts, so raises wait for them
 
     # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
 
@@ -639,39 +645,53 @@ class Guards:
     def _settle(self, current: Mapping[str, int], trigger_s: float,
                 pending: tuple[float, int, tuple[int, ...] | None] | None = None, act_below: float | None = None
                 ) -> tuple[dict[str, int], float, float] | None:
-        """(covering vector, its replayed attainment, the current vector's) over the arrivals in memory — plus, at a
-        batch start, what arrived since the last batch ended (`pending`: now, the events waiting, their profile
-        when known) — or None before the replay can be trusted. The covering vector is searched only when the
-        current vector's share is below `act_below`, when given (else it is the current vector, unsearched): a batch
+        """(covering vector, its replayed share, the current vector's share against it) over the arrivals in memory
+        — plus, at a batch start, what arrived since the last batch ended (`pending`: now, the events waiting, their
+        profile when known) — or None before the replay can be trusted. The current vector's share counts only the
+        late events that arrived since settle chose it (all of them for a vector it did not choose): the arrivals
+        before were weighed when it was chosen, and on Spark a replay of the same history drifts by tenths of a point
+        as the cost estimates move, which raised held vectors for no new arrival. The covering vector is searched
+        only when that share is below `act_below`, when given (else it is the current vector, unsearched): a batch
         start needs it only to raise, a review also to lower."""
         if not self._recent or self.slo_latency_s is None:
             return None
         last = self._recent[-1]
-        model = self.stage_model(last)
+        usable = [snap for snap in self._recent if snap.records_read >= self.params["min_records"]]
+        model = self.stage_model(usable[-1]) if usable else None  # a near-empty batch measures task start-up
         if model is None:
             return None
-        segments = list(self._segments)
+        segments, waiting_since = list(self._segments), None
         if pending is not None:
             now, waiting, profile = pending
             if now > last.time_s:
                 segments.extend(arrival_segments(last.time_s, now, max(0, waiting - last.backlog), profile,
                                                  SETTLE_SPREAD_TRIGGERS * trigger_s))
         arrivals = Arrivals.from_segments(segments)
+        if pending is not None:
+            waiting_since = arrivals.time_of(arrivals.total - pending[1])
+        chosen = self._settle_chosen
+        since = chosen[1] if chosen is not None and chosen[0] == dict(current) else None
         slo, target = self.slo_latency_s, self.params["settle_target"]
         window = self.params["settle_memory_s"]
-        now_share = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo).share(window)
+        now_share = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo, waiting_since,
+                           since).new_share(window)
         if act_below is not None and now_share >= act_below:
             return dict(current), now_share, now_share
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
         top = {op: self.max_useful(op, current[op]) for op in self.operators}
-        vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window)
+        vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window, waiting_since,
+                                         self.params["settle_late_ratio"])
         return vector, result.share(window), now_share
+
+    def _settle_chose(self, vector: Mapping[str, int], time_s: float) -> None:
+        self._settle_chosen = (dict(vector), time_s)
 
     def _settle_at_start(self, pending: int, current: Mapping[str, int], trigger_s: float, time_s: float,
                          recent_arrivals: tuple[int, ...] | None) -> Decision | None:
         """At a batch start: raise to the covering vector when the current one, replayed over the arrivals in memory
-        and the events now waiting, keeps less than `settle_act_share` of them on time. Only raises, and no
-        return."""
+        and the events now waiting (read at once by this batch), keeps less than `settle_act_share` of them on
+        time. Only raises, and no return."""
+        self._starts_seen = True
         act = settle_act_share(self.params["settle_target"])
         found = self._settle(current, trigger_s, (time_s, pending, recent_arrivals), act_below=act)
         if found is None:
@@ -682,6 +702,7 @@ class Guards:
         want = {op: max(current[op], vector[op]) for op in self.operators}
         if want == dict(current):
             return None
+        self._settle_chose(want, time_s)
         return Decision(want, f"settle: {pending} events waiting; replayed, {vector_text(current)} keeps "
                               f"{now_attainment:.1%} on time < {act:.1%}, "
                               f"{vector_text(want)} {attainment:.1%}",
@@ -700,22 +721,25 @@ class Guards:
         window = self._excluded(t)
         found = None if window is not None else self._settle(current, snapshot.trigger_interval_s)
         if found is None:
-            self._lower_since = None
+            if window is not None:
+                self._lower_since = None
             note = "excluded period" if window is not None else "too little observed to replay"
             return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} ({note})", details=details)
         vector, attainment, now_attainment = found
         details.update({"guard.settle_attainment_current": now_attainment, "guard.settle_attainment": attainment,
                         "guard.settle_vector": vector_text(vector)})
         target, act = p["settle_target"], settle_act_share(p["settle_target"])
-        if now_attainment < act:
+        want = {op: max(current[op], vector[op]) for op in self.operators}
+        if now_attainment < act and want != current:
             self._lower_since = None
-            want = {op: max(current[op], vector[op]) for op in self.operators}
-            if want != current:
-                return Decision(want, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "
-                                      f"{now_attainment:.1%} on time < {act:.1%}; {vector_text(want)} "
-                                      f"{attainment:.1%}", details=details)
-            return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} (nothing left to raise)",
-                            details=details)
+            if self._starts_seen:
+                return Decision(current, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "
+                                         f"{now_attainment:.1%} on time < {act:.1%}; the raise is left to the next "
+                                         f"batch start (it sees the events waiting)", details=details)
+            self._settle_chose(want, t)
+            return Decision(want, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "
+                                  f"{now_attainment:.1%} on time < {act:.1%}; {vector_text(want)} "
+                                  f"{attainment:.1%}", details=details)
         if vector == current or any(vector[op] > current[op] for op in self.operators):
             self._lower_since = None
             return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} (replayed "
@@ -734,6 +758,7 @@ class Guards:
             return Decision(current, f"{reason}; guards: settle: {vector_text(vector)} would do, not worth a change "
                                      f"({benefit:.0f} <= {cost:.0f} slot-s)", details=details)
         self._lower_since = None
+        self._settle_chose(vector, t)
         return Decision(vector, f"{reason}; guards: settle: replayed, {vector_text(vector)} keeps {attainment:.1%} "
                                 f"on time (target {target:.1%})", details=details)
 

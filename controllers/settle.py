@@ -21,7 +21,7 @@ ProcessingTime trigger does the same).
 """
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -59,6 +59,17 @@ class Arrivals:
         t0, t1 = times[i - 1], times[i]
         return counts[i - 1] + (counts[i] - counts[i - 1]) * (t - t0) / (t1 - t0)
 
+    def time_of(self, count: float) -> float:
+        """The earliest time by which `count` events were due (the first time when none were)."""
+        times, counts = self.times, self.counts
+        i = bisect_left(counts, count)
+        if i == 0:
+            return times[0] if times else 0.0
+        if i == len(counts):
+            return times[-1]
+        c0, c1 = counts[i - 1], counts[i]
+        return times[i - 1] + (times[i] - times[i - 1]) * (count - c0) / (c1 - c0)
+
     @property
     def total(self) -> float:
         return self.counts[-1] if self.counts else 0.0
@@ -90,20 +101,26 @@ class Replay:
     judged: float
     largest_batch: float  # source events of the largest batch the replay ran
     span_s: float = 0.0  # the arrivals' time span
+    late_since: float = 0.0  # late events among those that arrived at or after the replay's `since`
 
     @property
     def attainment(self) -> float:
         return self.on_time / self.judged if self.judged > 0 else 1.0
 
-    def share(self, window_s: float) -> float:
-        """The share of a `window_s` window's events on time, the late ones counted against the events such a
-        window carries at the replay's mean rate: an SLO error budget. Over a window fully seen it is the
-        attainment; early in a run, a burst's late events are weighed against the window to come, not against the
-        few seconds seen, so the first burst does not set the vector for a whole window."""
+    def share(self, window_s: float, late: float | None = None) -> float:
+        """The share of a `window_s` window's events on time, the late ones (all the replay's, or `late`) counted
+        against the events such a window carries at the replay's mean rate: an SLO error budget. Over a window fully
+        seen it is the attainment; early in a run, a burst's late events are weighed against the window to come, not
+        against the few seconds seen, so the first burst does not set the vector for a whole window."""
         if self.judged <= 0:
             return 1.0
         scale = max(1.0, window_s / self.span_s) if self.span_s > 0 else 1.0
-        return 1.0 - (self.judged - self.on_time) / (self.judged * scale)
+        return 1.0 - (self.judged - self.on_time if late is None else late) / (self.judged * scale)
+
+    def new_share(self, window_s: float) -> float:
+        """`share` counting only the late events that arrived since the replay's `since`: what the arrivals seen
+        after a vector was chosen say against it (the ones before were weighed when it was chosen)."""
+        return self.share(window_s, self.late_since)
 
 
 def arrival_segments(start_s: float, end_s: float, events: int, profile: Sequence[int] | None, spread_s: float
@@ -116,54 +133,78 @@ def arrival_segments(start_s: float, end_s: float, events: int, profile: Sequenc
     return [(max(start_s, end_s - spread_s), end_s, float(events))]
 
 
-def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: float, slo_s: float) -> Replay:
-    """The micro-batch queue of the module's doc over `arrivals`, with `batch_s(events)` the time of a batch."""
+def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: float, slo_s: float,
+           waiting_since: float | None = None, since: float | None = None) -> Replay:
+    """The micro-batch queue of the module's doc over `arrivals`, with `batch_s(events)` the time of a batch.
+
+    waiting_since: at a batch start, the time from which the events now waiting arrived (the real queue read up to
+    it): the queue is replayed up to it, and then the batch about to start, at the end of the arrivals, reads all of
+    them at once, as it will — a fast vector's replay would otherwise read a waiting burst in trigger-sized pieces,
+    each on time, and judge enough a vector on which the real batch is late.
+    since: count apart (`Replay.late_since`) the late events that arrived at or after this time."""
     if len(arrivals.times) < 2:
         return Replay(0.0, 0.0, 0.0)
-    horizon = float(arrivals.times[-1])
+    now = float(arrivals.times[-1])
+    horizon = now if waiting_since is None else min(now, max(float(arrivals.times[0]), waiting_since))
+    mark = float(arrivals.times[0]) if since is None else since
     read_until = float(arrivals.times[0])
     start = read_until + trigger_s
-    on_time = judged = largest = 0.0
-    while read_until < horizon - 1e-9:
-        start = min(start, horizon)  # the last batch starts at the horizon: it reads what is waiting now
+    on_time = judged = largest = late_since = 0.0
+
+    def run(start: float, read_until: float) -> float:
+        """One batch from `start` on what arrived since `read_until`; returns its end."""
+        nonlocal on_time, judged, largest, late_since
         due = arrivals.due(start)
         events = due - arrivals.due(read_until)
-        if events < 0.5:  # nothing to read: no batch
-            read_until, start = start, start + trigger_s
-            continue
         end = start + batch_s(events)
-        on_time += max(0.0, due - arrivals.due(max(read_until, end - slo_s)))
+        cut = max(read_until, min(start, end - slo_s))  # events that arrived before it are late
+        on_time += due - arrivals.due(cut)
+        late_since += max(0.0, arrivals.due(cut) - arrivals.due(max(read_until, mark)))
         judged += events
         largest = max(largest, events)
+        return end
+
+    while read_until < horizon - 1e-9:
+        start = min(start, horizon)  # the last batch starts at the horizon: it reads what is waiting now
+        if arrivals.due(start) - arrivals.due(read_until) < 0.5:  # nothing to read: no batch
+            read_until, start = start, start + trigger_s
+            continue
+        end = run(start, read_until)
         read_until = start
         start = max(start + trigger_s, end)  # the next trigger, or at once after a batch that overran it
-    return Replay(on_time, judged, largest, horizon - float(arrivals.times[0]))
+    if horizon < now - 1e-9 and arrivals.due(now) - arrivals.due(horizon) >= 0.5:
+        run(now, horizon)  # the batch about to start, on everything waiting
+    return Replay(on_time, judged, largest, now - float(arrivals.times[0]), late_since)
 
 
 def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, int], top: Mapping[str, int],
-                    trigger_s: float, slo_s: float, target: float, window_s: float) -> tuple[dict[str, int], Replay]:
+                    trigger_s: float, slo_s: float, target: float, window_s: float, waiting_since: float | None = None,
+                    late_ratio: float = 1.0) -> tuple[dict[str, int], Replay]:
     """The least vector found greedily from `floor` (each operator at most `top`) whose replay keeps at least
     `target` of the judged events on time: raise, one degree at a time, the operator whose raise keeps the most
     events on time (where none keeps more, the one whose stage is longest on the largest batch: a burst may need
     several degrees before any of its events is on time). Where even `top` cannot reach the target (peaks beyond
-    any vector the slots allow), the goal is what `top` reaches less the target's error budget (1 - target): the
-    degrees that would buy the last few events are not held."""
+    any vector the slots allow), the goal is to let at most `late_ratio` times as many events be late as `top`
+    does, or one error budget (1 - target) more, whichever is more: the degrees that would buy the last few
+    events of an infeasible load are not held. (With a ratio of 1, the goal is what `top` reaches less the error
+    budget.)"""
     def run(vector: Mapping[str, int]) -> Replay:
-        return replay(arrivals, lambda n: model.batch_s(vector, n), trigger_s, slo_s)
+        return replay(arrivals, lambda n: model.batch_s(vector, n), trigger_s, slo_s, waiting_since)
 
     want = dict(floor)
     result = run(want)
     if result.share(window_s) >= target:
         return want, result
-    goal = min(target, run(top).share(window_s) - (1.0 - target))
+    best = run(top).share(window_s)
+    goal = target if best >= target else best - max(1.0 - target, (late_ratio - 1.0) * (1.0 - best))
     while result.share(window_s) < goal:
         trials = [({**want, op: want[op] + 1}, op) for op in want if want[op] < top[op]]
         if not trials:
             break
         outcomes = [(run(trial), trial, op) for trial, op in trials]
-        best = max(outcomes, key=lambda o: o[0].on_time)
-        if best[0].on_time <= result.on_time:
+        best_trial = max(outcomes, key=lambda o: o[0].on_time)
+        if best_trial[0].on_time <= result.on_time:
             size = result.largest_batch
-            best = max(outcomes, key=lambda o: model.stage_s(o[2], want[o[2]], size))
-        result, want = best[0], best[1]
+            best_trial = max(outcomes, key=lambda o: model.stage_s(o[2], want[o[2]], size))
+        result, want = best_trial[0], best_trial[1]
     return want, result
