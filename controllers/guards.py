@@ -41,9 +41,13 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   operators' observed costs, would have kept `settle_target` of them within the SLO (controllers/settle.py; the
   arrivals by the source's profile, `Snapshot.arrival_profile`, 0.25-s bins; each operator's speed-up over the
   whole memory, where the bursts' long stages weigh most). They raise to it when the held vector would have let the
-  error budget burn at twice its rate (`settle_act_share`) — also at a batch start, with the events waiting — and
-  lower to it once a lower one has sufficed for `settle_down_s`, if the change pays for itself (the
-  reconfiguration-cost test). It replaces burst sizing and the controller's proposal (recorded in the
+  error budget burn at twice its rate (`settle_act_share`) on arrivals since settle chose it (the ones before were
+  weighed then) — at a batch start, where the events waiting are replayed as the one batch that will read them; a
+  review leaves the raise to the next batch start when the runner asks there — and lower to it once a lower one has
+  sufficed for `settle_down_s`, if the change pays for itself (the reconfiguration-cost test). Where no vector the
+  slots allow keeps the target, the least one with at most `settle_late_ratio` times the best one's late events and
+  at most `settle_late_points` more.
+  It replaces burst sizing and the controller's proposal (recorded in the
   details, not applied), so `ds2:settle=true` and `threshold:settle=true` act alike; slot bounds, blocks already set
   and excluded periods hold; the ineffective-scaling check is not run on its raises (they are sized on the observed
   curve already).
@@ -222,10 +226,14 @@ GUARD_PARAMS: dict[str, Param] = {
     "settle_memory_s": Param(float, 300.0, "guards, settle: seconds of arrivals the replay looks back over (a burst "
                                            "older than this no longer holds capacity)", 0.0, open_minimum=True,
                              search_when=("settle", True), search=SearchRange(60.0, 900.0, log=True)),
-    "settle_late_ratio": Param(float, 1.1, "guards, settle: where no vector the slots allow keeps settle_target "
+    "settle_late_ratio": Param(float, 2.0, "guards, settle: where no vector the slots allow keeps settle_target "
                                            "(peaks beyond capacity), hold the least one that lets at most this many "
-                                           "times as many events be late as the best (or one error budget more)",
-                               1.0, search_when=("settle", True), search=SearchRange(1.0, 1.5)),
+                                           "times as many events be late as the best, and at most settle_late_points "
+                                           "more (or one error budget more)",
+                               1.0, search_when=("settle", True), search=SearchRange(1.0, 4.0)),
+    "settle_late_points": Param(float, 0.05, "guards, settle: ... and at most this share of the events more (the "
+                                             "project's choice: the issue's 5 SLO points)", 0.0, 1.0,
+                                search_when=("settle", True), search=SearchRange(0.0, 0.2)),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
     "min_degree": MIN_DEGREE,
@@ -680,7 +688,7 @@ class Guards:
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
         top = {op: self.max_useful(op, current[op]) for op in self.operators}
         vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window, waiting_since,
-                                         self.params["settle_late_ratio"])
+                                         self.params["settle_late_ratio"], self.params["settle_late_points"])
         return vector, result.share(window), now_share
 
     def _settle_chose(self, vector: Mapping[str, int], time_s: float) -> None:

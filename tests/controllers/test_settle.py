@@ -125,9 +125,17 @@ def test_on_a_load_no_vector_carries_it_holds_the_least_within_the_late_ratio_of
     best = replay(arrivals, lambda n: model(4e-3).batch_s(top, n), 2.0, 3.5)
     assert 0.8 < best.attainment < 0.99
     tight, _ = covering_vector(model(4e-3), arrivals, floor, top, 2.0, 3.5, 0.99, 2.0, late_ratio=1.0)
-    loose, result = covering_vector(model(4e-3), arrivals, floor, top, 2.0, 3.5, 0.99, 2.0, late_ratio=1.5)
-    assert result.judged - result.on_time <= 1.5 * (best.judged - best.on_time) + 1e-6
+    loose, result = covering_vector(model(4e-3), arrivals, floor, top, 2.0, 3.5, 0.99, 2.0, late_ratio=1.5,
+                                    late_points=1.0)
+    late_best = best.judged - best.on_time
+    assert result.judged - result.on_time <= 1.5 * late_best + 1e-6
     assert sum(loose.values()) < sum(tight.values())
+    # ... and never more than late_points of the events beyond the best's late ones, whatever the ratio
+    capped, result = covering_vector(model(4e-3), arrivals, floor, top, 2.0, 3.5, 0.99, 2.0, late_ratio=4.0,
+                                     late_points=0.02)
+    assert result.judged - result.on_time <= late_best + 0.02 * result.judged + 1e-6
+    assert sum(capped.values()) > sum(covering_vector(model(4e-3), arrivals, floor, top, 2.0, 3.5, 0.99, 2.0,
+                                                      late_ratio=4.0, late_points=1.0)[0].values())
 
 
 # ---- on the plant --------------------------------------------------------------------------------------------------
