@@ -664,8 +664,9 @@ class Guards:
         if not self._recent or self.slo_latency_s is None:
             return None
         last = self._recent[-1]
-        usable = [snap for snap in self._recent if snap.records_read >= self.params["min_records"]]
-        model = self.stage_model(usable[-1]) if usable else None  # a near-empty batch measures task start-up
+        usable = next((snap for snap in reversed(self._recent) if snap.records_read >= self.params["min_records"]),
+                      None)
+        model = self.stage_model(usable) if usable else None  # a near-empty batch measures task start-up
         if model is None:
             return None
         segments, waiting_since = list(self._segments), None

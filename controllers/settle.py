@@ -28,6 +28,18 @@ from typing import Callable, Mapping, Sequence
 from controllers.types import ARRIVAL_BIN_S
 
 
+def _interpolate(xs: Sequence[float], ys: Sequence[float], x: float, find: Callable) -> float:
+    """y at x on the piecewise-linear curve through (xs, ys), xs ascending, held flat beyond its ends; `find`
+    (bisect_right or bisect_left) picks the segment where xs repeat. `Arrivals` reads it both ways round."""
+    i = find(xs, x)
+    if i == 0:
+        return ys[0] if ys else 0.0
+    if i == len(xs):
+        return ys[-1]
+    x0, x1 = xs[i - 1], xs[i]
+    return ys[i - 1] + (ys[i] - ys[i - 1]) * (x - x0) / (x1 - x0)
+
+
 @dataclass(frozen=True)
 class Arrivals:
     """Cumulative arrivals: `times` ascending, `counts[i]` events due by `times[i]` (linear in between). Plain
@@ -50,25 +62,11 @@ class Arrivals:
         return cls(tuple(times), tuple(counts))
 
     def due(self, t: float) -> float:
-        times, counts = self.times, self.counts
-        i = bisect_right(times, t)
-        if i == 0:
-            return counts[0] if counts else 0.0
-        if i == len(times):
-            return counts[-1]
-        t0, t1 = times[i - 1], times[i]
-        return counts[i - 1] + (counts[i] - counts[i - 1]) * (t - t0) / (t1 - t0)
+        return _interpolate(self.times, self.counts, t, bisect_right)
 
     def time_of(self, count: float) -> float:
         """The earliest time by which `count` events were due (the first time when none were)."""
-        times, counts = self.times, self.counts
-        i = bisect_left(counts, count)
-        if i == 0:
-            return times[0] if times else 0.0
-        if i == len(counts):
-            return times[-1]
-        c0, c1 = counts[i - 1], counts[i]
-        return times[i - 1] + (times[i] - times[i - 1]) * (count - c0) / (c1 - c0)
+        return _interpolate(self.counts, self.times, count, bisect_left)
 
     @property
     def total(self) -> float:
@@ -151,29 +149,34 @@ def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: flo
     start = read_until + trigger_s
     on_time = judged = largest = late_since = 0.0
 
-    def run(start: float, read_until: float) -> float:
-        """One batch from `start` on what arrived since `read_until`; returns its end."""
+    def run(start: float, due: float, read_until: float, due_read: float) -> float:
+        """One batch from `start` on what arrived since `read_until` (`due` and `due_read` the events due by each);
+        returns its end."""
         nonlocal on_time, judged, largest, late_since
-        due = arrivals.due(start)
-        events = due - arrivals.due(read_until)
+        events = due - due_read
         end = start + batch_s(events)
         cut = max(read_until, min(start, end - slo_s))  # events that arrived before it are late
-        on_time += due - arrivals.due(cut)
-        late_since += max(0.0, arrivals.due(cut) - arrivals.due(max(read_until, mark)))
+        due_cut = arrivals.due(cut)
+        on_time += due - due_cut
+        late_since += max(0.0, due_cut - (due_read if mark <= read_until else arrivals.due(mark)))
         judged += events
         largest = max(largest, events)
         return end
 
+    due_read = arrivals.due(read_until)
     while read_until < horizon - 1e-9:
         start = min(start, horizon)  # the last batch starts at the horizon: it reads what is waiting now
-        if arrivals.due(start) - arrivals.due(read_until) < 0.5:  # nothing to read: no batch
-            read_until, start = start, start + trigger_s
+        due = arrivals.due(start)
+        if due - due_read < 0.5:  # nothing to read: no batch
+            read_until, due_read, start = start, due, start + trigger_s
             continue
-        end = run(start, read_until)
-        read_until = start
+        end = run(start, due, read_until, due_read)
+        read_until, due_read = start, due
         start = max(start + trigger_s, end)  # the next trigger, or at once after a batch that overran it
-    if horizon < now - 1e-9 and arrivals.due(now) - arrivals.due(horizon) >= 0.5:
-        run(now, horizon)  # the batch about to start, on everything waiting
+    if horizon < now - 1e-9:
+        due_horizon, due_now = arrivals.due(horizon), arrivals.due(now)
+        if due_now - due_horizon >= 0.5:
+            run(now, due_now, horizon, due_horizon)  # the batch about to start, on everything waiting
     return Replay(on_time, judged, largest, now - float(arrivals.times[0]), late_since)
 
 
