@@ -38,7 +38,8 @@ def simulate_configuration(controller: str, params: Mapping[str, Any], schedule:
                            knows_schedule: bool = False, judge_latency_s: float | None = None,
                            noise_seed: int | Sequence[int] | None = None,
                            placement: tuple[str, Mapping[str, Any]] | None = None, keyed_operator: str | None = None,
-                           key_groups: int = 128, capacity_table: Any = None) -> SimulatedRun:
+                           key_groups: int = 128, capacity_table: Any = None, predictor: Any = None
+                           ) -> SimulatedRun:
     """`controller` with `params` on the plant for the schedule's workload (its whole duration unless given).
 
     knows_schedule: bind the schedule into the controller's context, as a Spark run does for the oracle only.
@@ -47,12 +48,14 @@ def simulate_configuration(controller: str, params: Mapping[str, Any], schedule:
     noise_seed: one seeded noisy run of a plant with spreads (simulator.plant); None: the deterministic run.
     placement: (name, params) of a placement controller moving `keyed_operator`'s `key_groups` key groups
     (simulator/key_groups.py), beside the parallelism controller as on Spark.
-    capacity_table: the multi-level benchmark's table, for `multilevel` (the caller resolves it, as a Spark run does)."""
+    capacity_table: the multi-level benchmark's table, for `multilevel` (the caller resolves it, as a Spark run does).
+    predictor: a load predictor handed to the controller as a Spark run hands a registered one over (jobs.predictors
+    loads it; the caller does, so the plant itself reads no registry)."""
     operators = tuple(op.name for op in plant.operators)
     ctl = build_controller(controller, params, operators, plant.max_degree)
     ctl.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=slo_latency_s, slo_target=slo_target,
                         max_degree=plant.max_degree, schedule=schedule if knows_schedule else None,
-                        slots=plant.slots, capacity_table=capacity_table))
+                        slots=plant.slots, capacity_table=capacity_table, predictor=predictor))
     keyed = None
     if placement is not None:
         if keyed_operator not in operators:

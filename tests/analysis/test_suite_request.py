@@ -138,7 +138,8 @@ def test_the_bursty_suite_in_the_repository_is_valid():
     predictors = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty_predictors.yaml")
     assert predictors.workloads == request.workloads and not predictors.include_oracle
     assert set(predictors.variants) == {"autoscale", "autoscale:predictor=registry",
-                                        "autoscale:predictor=registry,predictor_alias=conservative"}
+                                        "autoscale:predictor=registry,predictor_alias=conservative",
+                                        "autoscale:predictor=registry,theta_min=0.1"}
     assert (predictors.slo_latency_s, predictors.duration_s) == (request.slo_latency_s, request.duration_s)
 
 
