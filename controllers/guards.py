@@ -660,7 +660,8 @@ class Guards:
         before were weighed when it was chosen, and on Spark a replay of the same history drifts by tenths of a point
         as the cost estimates move, which raised held vectors for no new arrival. The covering vector is searched
         only when that share is below `act_below`, when given (else it is the current vector, unsearched): a batch
-        start needs it only to raise, a review also to lower."""
+        start needs it only to raise, a review also to lower. A raise's vector is sized on the same late events as
+        the raise is judged on; a vector to lower to, on every arrival in memory."""
         if not self._recent or self.slo_latency_s is None:
             return None
         last = self._recent[-1]
@@ -688,9 +689,11 @@ class Guards:
             return dict(current), now_share, now_share
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
         top = {op: self.max_useful(op, current[op]) for op in self.operators}
+        raising = now_share < settle_act_share(target)
         vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window, waiting_since,
-                                         self.params["settle_late_ratio"], self.params["settle_late_points"])
-        return vector, result.share(window), now_share
+                                         self.params["settle_late_ratio"], self.params["settle_late_points"],
+                                         since if raising else None)
+        return vector, result.new_share(window), now_share
 
     def _settle_chose(self, vector: Mapping[str, int], time_s: float) -> None:
         self._settle_chosen = (dict(vector), time_s)

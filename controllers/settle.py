@@ -182,7 +182,8 @@ def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: flo
 
 def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, int], top: Mapping[str, int],
                     trigger_s: float, slo_s: float, target: float, window_s: float, waiting_since: float | None = None,
-                    late_ratio: float = 1.0, late_points: float = 0.0) -> tuple[dict[str, int], Replay]:
+                    late_ratio: float = 1.0, late_points: float = 0.0, since: float | None = None
+                    ) -> tuple[dict[str, int], Replay]:
     """The least vector found greedily from `floor` (each operator at most `top`) whose replay keeps at least
     `target` of the judged events on time: raise, one degree at a time, the operator whose raise keeps the most
     events on time (where none keeps more, the one whose stage is longest on the largest batch: a burst may need
@@ -192,24 +193,29 @@ def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, i
     is more — the degrees that would buy the last few events of an infeasible load are not held. The ratio keeps a
     load just beyond the slots near the target (top 99 %: at most 2 % late with a ratio of 2); the points keep a
     load far beyond them within the issue's SLO tolerance of the best (top 50 %: at most 55 % late with 5 points).
-    With a ratio of 1 the goal is what `top` reaches less the error budget."""
+    With a ratio of 1 the goal is what `top` reaches less the error budget.
+
+    since: judge the vectors only on the late events among the arrivals since this time (`Replay.new_share`), as a
+    raise of a held vector is judged: the late events of a peak before it (one no vector can now help, the opening
+    peak of a trace beyond the slots) would otherwise size the raise, and on the real-time Google trace sent it to
+    the slot bound for them. None: every arrival in memory (a vector searched to lower to, or not chosen by settle)."""
     def run(vector: Mapping[str, int]) -> Replay:
-        return replay(arrivals, lambda n: model.batch_s(vector, n), trigger_s, slo_s, waiting_since)
+        return replay(arrivals, lambda n: model.batch_s(vector, n), trigger_s, slo_s, waiting_since, since)
 
     want = dict(floor)
     result = run(want)
-    if result.share(window_s) >= target:
+    if result.new_share(window_s) >= target:
         return want, result
-    best = run(top).share(window_s)
+    best = run(top).new_share(window_s)
     slack = min((late_ratio - 1.0) * (1.0 - best), late_points) if late_ratio > 1.0 else 0.0
     goal = target if best >= target else best - max(1.0 - target, slack)
-    while result.share(window_s) < goal:
+    while result.new_share(window_s) < goal:
         trials = [({**want, op: want[op] + 1}, op) for op in want if want[op] < top[op]]
         if not trials:
             break
         outcomes = [(run(trial), trial, op) for trial, op in trials]
-        best_trial = max(outcomes, key=lambda o: o[0].on_time)
-        if best_trial[0].on_time <= result.on_time:
+        best_trial = min(outcomes, key=lambda o: o[0].late_since)
+        if best_trial[0].late_since >= result.late_since:
             size = result.largest_batch
             best_trial = max(outcomes, key=lambda o: model.stage_s(o[2], want[o[2]], size))
         result, want = best_trial[0], best_trial[1]

@@ -138,6 +138,22 @@ def test_on_a_load_no_vector_carries_it_holds_the_least_within_the_late_ratio_of
                                                       late_ratio=4.0, late_points=1.0)[0].values())
 
 
+def test_a_raise_is_sized_on_the_arrivals_since_the_held_vector_was_chosen_not_on_an_earlier_peak():
+    # an opening peak no vector carries (12,000 events in 2 s: late even at 8), then 1,500 events per second from
+    # 10 s; judged on everything in memory the search buys the slot bound for the opening's late events, judged on the
+    # arrivals since 10 s it is the least vector that carries them (enrich 3; at 2 some of them are late)
+    arrivals = Arrivals.from_segments([(0.0, 2.0, 12000), (2.0, 10.0, 0), (10.0, 20.0, 15000)])
+    floor, top = {op: 1 for op in OPS}, {op: 8 for op in OPS}
+    everything, _ = covering_vector(model(), arrivals, floor, top, 2.0, 3.5, 0.99, 20.0, late_ratio=2.0,
+                                    late_points=0.05)
+    since, result = covering_vector(model(), arrivals, floor, top, 2.0, 3.5, 0.99, 20.0, late_ratio=2.0,
+                                    late_points=0.05, since=10.0)
+    assert everything["enrich"] == 8
+    assert since == {**floor, "enrich": 3} and result.late_since == 0 and result.new_share(20.0) == 1.0
+    fewer = replay(arrivals, lambda n: model().batch_s({**since, "enrich": 2}, n), 2.0, 3.5, since=10.0)
+    assert fewer.late_since > 0
+
+
 # ---- on the plant --------------------------------------------------------------------------------------------------
 
 PLANT = PlantConfig(tuple(OperatorModel(name, service, task_overhead_s=0.01) for name, service in
