@@ -138,8 +138,7 @@ def test_the_bursty_suite_in_the_repository_is_valid():
     predictors = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty_predictors.yaml")
     assert predictors.workloads == request.workloads and not predictors.include_oracle
     assert set(predictors.variants) == {"autoscale", "autoscale:predictor=registry",
-                                        "autoscale:predictor=registry,predictor_alias=conservative",
-                                        "autoscale:predictor=registry,theta_min=0.1"}
+                                        "autoscale:predictor=registry,predictor_alias=conservative"}
     assert (predictors.slo_latency_s, predictors.duration_s) == (request.slo_latency_s, request.duration_s)
 
 
