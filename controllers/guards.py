@@ -46,7 +46,8 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   review leaves the raise to the next batch start when the runner asks there — and lower to it once a lower one has
   sufficed for `settle_down_s`, if the change pays for itself (the reconfiguration-cost test). Where no vector the
   slots allow keeps the target, the least one with at most `settle_late_ratio` times the best one's late events and
-  at most `settle_late_points` more.
+  at most `settle_late_points` more; a raise is sized on the late events it is judged on, and, there, not taken where
+  the held vector already keeps that much (`settle_min_gain`).
   It replaces burst sizing and the controller's proposal (recorded in the
   details, not applied), so `ds2:settle=true` and `threshold:settle=true` act alike; slot bounds, blocks already set
   and excluded periods hold; the ineffective-scaling check is not run on its raises (they are sized on the observed
@@ -95,7 +96,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from controllers.common_params import MIN_DEGREE, PARALLEL_SLOTS
-from controllers.settle import Arrivals, StageModel, arrival_segments, covering_vector, replay
+from controllers.settle import Arrivals, StageModel, arrival_segments, covering_goal, covering_vector, replay
 from controllers.types import Decision, Snapshot
 from params.declare import Choices, Param, Rule, SearchRange
 
@@ -234,6 +235,10 @@ GUARD_PARAMS: dict[str, Param] = {
     "settle_late_points": Param(float, 0.05, "guards, settle: ... and at most this share of the events more (the "
                                              "project's choice: the issue's 5 SLO points)", 0.0, 1.0,
                                 search_when=("settle", True), search=SearchRange(0.0, 0.2)),
+    "settle_min_gain": Param(bool, True, "guards, settle: on a load no vector the slots allow carries, no raise where "
+                                         "the held vector already keeps the covering goal (the best vector's share "
+                                         "less the late ratio's or points' slack)", search_when=("settle", True),
+                             search=Choices((True, False))),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
     "min_degree": MIN_DEGREE,
@@ -652,16 +657,20 @@ class Guards:
 
     def _settle(self, current: Mapping[str, int], trigger_s: float,
                 pending: tuple[float, int, tuple[int, ...] | None] | None = None, act_below: float | None = None
-                ) -> tuple[dict[str, int], float, float] | None:
-        """(covering vector, its replayed share, the current vector's share against it) over the arrivals in memory
+                ) -> tuple[dict[str, int], float, float, bool] | None:
+        """(covering vector, its replayed share, the current vector's share against it, whether a raise is due) over
+        the arrivals in memory
         — plus, at a batch start, what arrived since the last batch ended (`pending`: now, the events waiting, their
         profile when known) — or None before the replay can be trusted. The current vector's share counts only the
         late events that arrived since settle chose it (all of them for a vector it did not choose): the arrivals
         before were weighed when it was chosen, and on Spark a replay of the same history drifts by tenths of a point
         as the cost estimates move, which raised held vectors for no new arrival. The covering vector is searched
         only when that share is below `act_below`, when given (else it is the current vector, unsearched): a batch
-        start needs it only to raise, a review also to lower. A raise's vector is sized on the same late events as
-        the raise is judged on; a vector to lower to, on every arrival in memory."""
+        start needs it only to raise, a review also to lower. A raise is due when the current vector's share is
+        below `settle_act_share`, except, with `settle_min_gain`, on a load no vector carries where the current one
+        already keeps the covering goal (`covering_goal`): a raise there buys a point or two for slots held the rest
+        of the run. A raise's vector is sized on the late events it is judged on; a vector to lower to (then never
+        above the current one in any operator), on every arrival in memory."""
         if not self._recent or self.slo_latency_s is None:
             return None
         last = self._recent[-1]
@@ -686,14 +695,22 @@ class Guards:
         now_share = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo, waiting_since,
                            since).new_share(window)
         if act_below is not None and now_share >= act_below:
-            return dict(current), now_share, now_share
+            return dict(current), now_share, now_share, False
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
         top = {op: self.max_useful(op, current[op]) for op in self.operators}
         raising = now_share < settle_act_share(target)
+        if raising and self.params["settle_min_gain"]:
+            best = replay(arrivals, lambda n: model.batch_s(top, n), trigger_s, slo, waiting_since, since)
+            raising = now_share < covering_goal(best.new_share(window), target, self.params["settle_late_ratio"],
+                                                self.params["settle_late_points"])
+            if not raising and act_below is not None:
+                return dict(current), now_share, now_share, False
         vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window, waiting_since,
                                          self.params["settle_late_ratio"], self.params["settle_late_points"],
                                          since if raising else None)
-        return vector, result.new_share(window), now_share
+        if not raising:
+            vector = {op: min(vector[op], current[op]) for op in self.operators}
+        return vector, result.new_share(window), now_share, raising
 
     def _settle_chose(self, vector: Mapping[str, int], time_s: float) -> None:
         self._settle_chosen = (dict(vector), time_s)
@@ -708,8 +725,8 @@ class Guards:
         found = self._settle(current, trigger_s, (time_s, pending, recent_arrivals), act_below=act)
         if found is None:
             return None
-        vector, attainment, now_attainment = found
-        if now_attainment >= act:
+        vector, attainment, now_attainment, raise_due = found
+        if not raise_due:
             return None
         want = {op: max(current[op], vector[op]) for op in self.operators}
         if want == dict(current):
@@ -737,12 +754,12 @@ class Guards:
                 self._lower_since = None
             note = "excluded period" if window is not None else "too little observed to replay"
             return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} ({note})", details=details)
-        vector, attainment, now_attainment = found
+        vector, attainment, now_attainment, raise_due = found
         details.update({"guard.settle_attainment_current": now_attainment, "guard.settle_attainment": attainment,
                         "guard.settle_vector": vector_text(vector)})
         target, act = p["settle_target"], settle_act_share(p["settle_target"])
         want = {op: max(current[op], vector[op]) for op in self.operators}
-        if now_attainment < act and want != current:
+        if raise_due and want != current:
             self._lower_since = None
             if self._starts_seen:
                 return Decision(current, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "

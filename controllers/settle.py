@@ -180,6 +180,12 @@ def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: flo
     return Replay(on_time, judged, largest, now - float(arrivals.times[0]), late_since)
 
 
+def covering_goal(best: float, target: float, late_ratio: float = 1.0, late_points: float = 0.0) -> float:
+    """The share a covering vector must keep when the best vector the slots allow keeps `best` (`covering_vector`)."""
+    slack = min((late_ratio - 1.0) * (1.0 - best), late_points) if late_ratio > 1.0 else 0.0
+    return target if best >= target else best - max(1.0 - target, slack)
+
+
 def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, int], top: Mapping[str, int],
                     trigger_s: float, slo_s: float, target: float, window_s: float, waiting_since: float | None = None,
                     late_ratio: float = 1.0, late_points: float = 0.0, since: float | None = None
@@ -206,9 +212,7 @@ def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, i
     result = run(want)
     if result.new_share(window_s) >= target:
         return want, result
-    best = run(top).new_share(window_s)
-    slack = min((late_ratio - 1.0) * (1.0 - best), late_points) if late_ratio > 1.0 else 0.0
-    goal = target if best >= target else best - max(1.0 - target, slack)
+    goal = covering_goal(run(top).new_share(window_s), target, late_ratio, late_points)
     while result.new_share(window_s) < goal:
         trials = [({**want, op: want[op] + 1}, op) for op in want if want[op] < top[op]]
         if not trials:

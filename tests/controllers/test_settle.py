@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from controllers import ConfigError, ControlLoop, RunContext, build_controller
-from controllers.settle import Arrivals, StageModel, arrival_segments, covering_vector, replay
+from controllers.settle import Arrivals, StageModel, arrival_segments, covering_goal, covering_vector, replay
 from controllers.types import ARRIVAL_BIN_S, arrival_profile
 from simulator.plant import OperatorModel, PlantConfig, simulate
-from workloads import Schedule, parse_workload
+from workloads import Schedule, WorkloadError, load_workload, parse_workload
 
 OPS = ("parse", "enrich", "aggregate", "sink")
 
@@ -152,6 +152,13 @@ def test_a_raise_is_sized_on_the_arrivals_since_the_held_vector_was_chosen_not_o
     assert since == {**floor, "enrich": 3} and result.late_since == 0 and result.new_share(20.0) == 1.0
     fewer = replay(arrivals, lambda n: model().batch_s({**since, "enrich": 2}, n), 2.0, 3.5, since=10.0)
     assert fewer.late_since > 0
+
+
+def test_the_covering_goal_is_the_target_where_reachable_else_the_best_less_the_slack():
+    assert covering_goal(0.999, 0.995, 2.0, 0.05) == 0.995
+    assert covering_goal(0.99, 0.995) == pytest.approx(0.985)  # ratio 1: the best less one error budget
+    assert covering_goal(0.98, 0.995, 2.0, 0.05) == pytest.approx(0.96)  # twice the best's 2 % late
+    assert covering_goal(0.50, 0.995, 2.0, 0.05) == pytest.approx(0.45)  # at most 5 points more
 
 
 # ---- on the plant --------------------------------------------------------------------------------------------------
@@ -302,3 +309,26 @@ def test_a_held_vector_is_raised_for_new_late_arrivals_not_for_the_history_it_wa
     g._settle_chosen = None  # the same vector, not chosen by settle: the burst's late events count
     assert g.review(snapshot(17, 31.3 + 14.0, 1000, chosen, 1.4e-3), chosen, "proposal").degrees["enrich"] > \
         chosen["enrich"]
+
+
+def test_on_a_load_no_vector_carries_a_raise_that_buys_less_than_the_slack_is_not_taken():
+    """The real-time Google trace (one-second peaks beyond the slots): a held vector that keeps what the best vector
+    keeps less the late ratio's slack is not raised for a point or two (settle_min_gain), which on Spark spent an
+    action at 74 s for 84.7 % -> 87.0 % and one at 173 s of a 180 s run. In the noisy plant: 3 actions -> 2 at
+    about the same attainment (44.5 % -> 45.8 %, the oracle 44.3 %)."""
+    from simulator.evaluate import simulate_configuration
+    from studies.burst_wait_budget import NOISY
+
+    try:
+        arrivals = Schedule(parse_workload({**load_workload("bursty-google-tasks-1s").to_dict(), "seed": 1},
+                                           source="test"))
+    except WorkloadError as exc:
+        pytest.skip(f"the Google 2011 task events trace is not on this machine: {exc}")
+
+    def runs(min_gain):
+        return [simulate_configuration("ds2", {"settle": True, "settle_min_gain": min_gain}, arrivals, NOISY,
+                                       slo_latency_s=SLO_S, noise_seed=n) for n in (0, 1)]
+
+    taken, skipped = runs(False), runs(True)
+    assert sum(r.scaling_actions for r in skipped) < sum(r.scaling_actions for r in taken)
+    assert np.mean([r.slo_attainment for r in skipped]) >= np.mean([r.slo_attainment for r in taken]) - 0.01
