@@ -698,16 +698,16 @@ class Guards:
             return dict(current), now_share, now_share, False
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
         top = {op: self.max_useful(op, current[op]) for op in self.operators}
-        raising = now_share < settle_act_share(target)
+        ratio, points = self.params["settle_late_ratio"], self.params["settle_late_points"]
+        raising, goal = now_share < settle_act_share(target), None
         if raising and self.params["settle_min_gain"]:
             best = replay(arrivals, lambda n: model.batch_s(top, n), trigger_s, slo, waiting_since, since)
-            raising = now_share < covering_goal(best.new_share(window), target, self.params["settle_late_ratio"],
-                                                self.params["settle_late_points"])
+            goal = covering_goal(best.new_share(window), target, ratio, points)
+            raising = now_share < goal
             if not raising and act_below is not None:
                 return dict(current), now_share, now_share, False
         vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window, waiting_since,
-                                         self.params["settle_late_ratio"], self.params["settle_late_points"],
-                                         since if raising else None)
+                                         ratio, points, since if raising else None, goal if raising else None)
         if not raising:
             vector = {op: min(vector[op], current[op]) for op in self.operators}
         return vector, result.new_share(window), now_share, raising

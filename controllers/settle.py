@@ -188,8 +188,8 @@ def covering_goal(best: float, target: float, late_ratio: float = 1.0, late_poin
 
 def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, int], top: Mapping[str, int],
                     trigger_s: float, slo_s: float, target: float, window_s: float, waiting_since: float | None = None,
-                    late_ratio: float = 1.0, late_points: float = 0.0, since: float | None = None
-                    ) -> tuple[dict[str, int], Replay]:
+                    late_ratio: float = 1.0, late_points: float = 0.0, since: float | None = None,
+                    goal: float | None = None) -> tuple[dict[str, int], Replay]:
     """The least vector found greedily from `floor` (each operator at most `top`) whose replay keeps at least
     `target` of the judged events on time: raise, one degree at a time, the operator whose raise keeps the most
     events on time (where none keeps more, the one whose stage is longest on the largest batch: a burst may need
@@ -204,7 +204,8 @@ def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, i
     since: judge the vectors only on the late events among the arrivals since this time (`Replay.new_share`), as a
     raise of a held vector is judged: the late events of a peak before it (one no vector can now help, the opening
     peak of a trace beyond the slots) would otherwise size the raise, and on the real-time Google trace sent it to
-    the slot bound for them. None: every arrival in memory (a vector searched to lower to, or not chosen by settle)."""
+    the slot bound for them. None: every arrival in memory (a vector searched to lower to, or not chosen by settle).
+    goal: the `covering_goal` on these arrivals when the caller has it already (it replays `top` to know it)."""
     def run(vector: Mapping[str, int]) -> Replay:
         return replay(arrivals, lambda n: model.batch_s(vector, n), trigger_s, slo_s, waiting_since, since)
 
@@ -212,7 +213,8 @@ def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, i
     result = run(want)
     if result.new_share(window_s) >= target:
         return want, result
-    goal = covering_goal(run(top).new_share(window_s), target, late_ratio, late_points)
+    if goal is None:
+        goal = covering_goal(run(top).new_share(window_s), target, late_ratio, late_points)
     while result.new_share(window_s) < goal:
         trials = [({**want, op: want[op] + 1}, op) for op in want if want[op] < top[op]]
         if not trials:

@@ -107,10 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         calibration = load_calibration(args.calibration, tracking_uri)
         plant = calibration.plant(OPS, NOISY.trigger_interval_s, NOISY.max_degree)
         plant_note = f"the plant calibrated by {calibration.source}"
-    tuning, skipped = study_cases((), "studies.autoscale_thresholds")
-    check, skipped_check = study_cases(CHECK_WORKLOADS, "studies.autoscale_thresholds")
-    check = [c for c in check if c[0] in CHECK_WORKLOADS]
-    for why in skipped + skipped_check:
+    cases, skipped = study_cases(CHECK_WORKLOADS, "studies.autoscale_thresholds")  # the study's windows, then these
+    tuning = [c for c in cases if c[0] not in CHECK_WORKLOADS]
+    check = [c for c in cases if c[0] in CHECK_WORKLOADS]
+    for why in skipped:
         print(why, file=sys.stderr)
     if not tuning:
         print("no tuning case on this machine (the shared traces are absent)", file=sys.stderr)

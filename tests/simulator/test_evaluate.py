@@ -3,12 +3,9 @@ from __future__ import annotations
 
 from controllers.forecast import Forecast
 from simulator.evaluate import simulate_configuration
-from simulator.plant import OperatorModel, PlantConfig
+from studies.guards_simulated import PLANT
 from workloads import Schedule, parse_workload
 
-PLANT = PlantConfig(tuple(OperatorModel(name, service, task_overhead_s=0.01) for name, service in
-                          (("parse", 10e-6), ("enrich", 160e-6), ("aggregate", 15e-6), ("sink", 5e-6))),
-                    trigger_interval_s=2.0, slots=4, batch_overhead_s=0.3, max_degree=8)
 STEADY = Schedule(parse_workload({"name": "steady", "profile": "constant", "params": {"rate": 1500},
                                   "duration_s": 60, "seed": 1}, source="test"))
 
