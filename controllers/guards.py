@@ -321,6 +321,7 @@ class Guards:
         self._segments: deque[tuple[float, float, float]] = deque()  # settle: (start, end, events) arrivals
         self._settle_curve: deque[tuple[float, str, int, float, float]] = deque()  # settle: (t, op, degree, busy, span)
         self._settle_chosen: tuple[dict[str, int], float] | None = None  # settle: the vector it last chose, and when
+        self._settle_anchor: tuple[float, int] | None = None  # settle: (end, backlog) of the first batch after it
         self._starts_seen = False  # settle: the runner asks at batch starts, so raises wait for them
 
     # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
@@ -341,6 +342,9 @@ class Guards:
                                       for op in snapshot.operators if op.records_in > 0 and op.span_s > 0)
             while self._settle_curve and self._settle_curve[0][0] < since:
                 self._settle_curve.popleft()
+            if self._settle_chosen is not None and self._settle_anchor is None \
+                    and snapshot.time_s > self._settle_chosen[1]:
+                self._settle_anchor = (snapshot.time_s, snapshot.backlog)
         if self._follow_live and snapshot.slots:
             self.cap = max(self.params["min_degree"], min(self.max_degree, snapshot.slots))
         for op in snapshot.operators:
@@ -664,7 +668,9 @@ class Guards:
         profile when known) — or None before the replay can be trusted. The current vector's share counts only the
         late events that arrived since settle chose it (all of them for a vector it did not choose): the arrivals
         before were weighed when it was chosen, and on Spark a replay of the same history drifts by tenths of a point
-        as the cost estimates move, which raised held vectors for no new arrival. The covering vector is searched
+        as the cost estimates move, which raised held vectors for no new arrival. Those arrivals are replayed from
+        the real queue at the end of the first batch after the choice (`replay`'s anchor), not behind a re-run of
+        the batches before it, which ran as they ran. The covering vector is searched
         only when that share is below `act_below`, when given (else it is the current vector, unsearched): a batch
         start needs it only to raise, a review also to lower. A raise is due when the current vector's share is
         below `settle_act_share`, except, with `settle_min_gain`, on a load no vector carries where the current one
@@ -690,10 +696,11 @@ class Guards:
             waiting_since = arrivals.time_of(arrivals.total - pending[1])
         chosen = self._settle_chosen
         since = chosen[1] if chosen is not None and chosen[0] == dict(current) else None
+        anchor = self._settle_anchor if since is not None else None
         slo, target = self.slo_latency_s, self.params["settle_target"]
         window = self.params["settle_memory_s"]
         now_share = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo, waiting_since,
-                           since).new_share(window)
+                           since, anchor).new_share(window)
         if act_below is not None and now_share >= act_below:
             return dict(current), now_share, now_share, False
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
@@ -701,19 +708,20 @@ class Guards:
         ratio, points = self.params["settle_late_ratio"], self.params["settle_late_points"]
         raising, goal = now_share < settle_act_share(target), None
         if raising and self.params["settle_min_gain"]:
-            best = replay(arrivals, lambda n: model.batch_s(top, n), trigger_s, slo, waiting_since, since)
+            best = replay(arrivals, lambda n: model.batch_s(top, n), trigger_s, slo, waiting_since, since, anchor)
             goal = covering_goal(best.new_share(window), target, ratio, points)
             raising = now_share < goal
             if not raising and act_below is not None:
                 return dict(current), now_share, now_share, False
         vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window, waiting_since,
-                                         ratio, points, since if raising else None, goal if raising else None)
+                                         ratio, points, since if raising else None, goal if raising else None,
+                                         anchor)
         if not raising:
             vector = {op: min(vector[op], current[op]) for op in self.operators}
         return vector, result.new_share(window), now_share, raising
 
     def _settle_chose(self, vector: Mapping[str, int], time_s: float) -> None:
-        self._settle_chosen = (dict(vector), time_s)
+        self._settle_chosen, self._settle_anchor = (dict(vector), time_s), None
 
     def _settle_at_start(self, pending: int, current: Mapping[str, int], trigger_s: float, time_s: float,
                          recent_arrivals: tuple[int, ...] | None) -> Decision | None:

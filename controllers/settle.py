@@ -132,14 +132,22 @@ def arrival_segments(start_s: float, end_s: float, events: int, profile: Sequenc
 
 
 def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: float, slo_s: float,
-           waiting_since: float | None = None, since: float | None = None) -> Replay:
+           waiting_since: float | None = None, since: float | None = None,
+           anchor: tuple[float, float] | None = None) -> Replay:
     """The micro-batch queue of the module's doc over `arrivals`, with `batch_s(events)` the time of a batch.
 
     waiting_since: at a batch start, the time from which the events now waiting arrived (the real queue read up to
     it): the queue is replayed up to it, and then the batch about to start, at the end of the arrivals, reads all of
     them at once, as it will — a fast vector's replay would otherwise read a waiting burst in trigger-sized pieces,
     each on time, and judge enough a vector on which the real batch is late.
-    since: count apart (`Replay.late_since`) the late events that arrived at or after this time."""
+    since: count apart (`Replay.late_since`) the late events that arrived at or after this time.
+    anchor: (time, events waiting then): start the queue from the real one at that time — every arrival read but
+    the last `events waiting` ones, the next batch starting then — instead of from an empty queue at the start of
+    the arrivals. The arrivals before it are counted as judged and on time (they ran as they ran; `late_since`
+    judges what came after). Why: a vector judged on the arrivals since it was chosen must not be judged behind a
+    re-run of a batch that already ran at it; on Spark the real-time Google trace's opening batch (53,600 events at
+    the vector chosen for it) was re-run at each candidate, the arrivals after it looked late, and every operator
+    was raised to the slot bound about 30 s in. Ignored where the anchor is outside the arrivals."""
     if len(arrivals.times) < 2:
         return Replay(0.0, 0.0, 0.0)
     now = float(arrivals.times[-1])
@@ -148,6 +156,11 @@ def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: flo
     read_until = float(arrivals.times[0])
     start = read_until + trigger_s
     on_time = judged = largest = late_since = 0.0
+    if anchor is not None and read_until < anchor[0] < horizon:
+        read_until = max(read_until, arrivals.time_of(max(0.0, arrivals.due(anchor[0]) - anchor[1])))
+        start = anchor[0]
+        on_time = judged = arrivals.due(read_until)
+        mark = max(mark, anchor[0] - slo_s)  # those waiting longer then are late at any vector: none is judged on them
 
     def run(start: float, due: float, read_until: float, due_read: float) -> float:
         """One batch from `start` on what arrived since `read_until` (`due` and `due_read` the events due by each);
@@ -189,7 +202,8 @@ def covering_goal(best: float, target: float, late_ratio: float = 1.0, late_poin
 def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, int], top: Mapping[str, int],
                     trigger_s: float, slo_s: float, target: float, window_s: float, waiting_since: float | None = None,
                     late_ratio: float = 1.0, late_points: float = 0.0, since: float | None = None,
-                    goal: float | None = None) -> tuple[dict[str, int], Replay]:
+                    goal: float | None = None, anchor: tuple[float, float] | None = None
+                    ) -> tuple[dict[str, int], Replay]:
     """The least vector found greedily from `floor` (each operator at most `top`) whose replay keeps at least
     `target` of the judged events on time: raise, one degree at a time, the operator whose raise keeps the most
     events on time (where none keeps more, the one whose stage is longest on the largest batch: a burst may need
@@ -205,9 +219,11 @@ def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, i
     raise of a held vector is judged: the late events of a peak before it (one no vector can now help, the opening
     peak of a trace beyond the slots) would otherwise size the raise, and on the real-time Google trace sent it to
     the slot bound for them. None: every arrival in memory (a vector searched to lower to, or not chosen by settle).
-    goal: the `covering_goal` on these arrivals when the caller has it already (it replays `top` to know it)."""
+    goal: the `covering_goal` on these arrivals when the caller has it already (it replays `top` to know it).
+    anchor: with `since`, the real queue to replay those arrivals from (`replay`)."""
     def run(vector: Mapping[str, int]) -> Replay:
-        return replay(arrivals, lambda n: model.batch_s(vector, n), trigger_s, slo_s, waiting_since, since)
+        return replay(arrivals, lambda n: model.batch_s(vector, n), trigger_s, slo_s, waiting_since, since,
+                      anchor if since is not None else None)
 
     want = dict(floor)
     result = run(want)
