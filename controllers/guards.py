@@ -42,12 +42,14 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   arrivals by the source's profile, `Snapshot.arrival_profile`, 0.25-s bins; each operator's speed-up over the
   whole memory, where the bursts' long stages weigh most). They raise to it when the held vector would have let the
   error budget burn at twice its rate (`settle_act_share`) on arrivals since settle chose it (the ones before were
-  weighed then) — at a batch start, where the events waiting are replayed as the one batch that will read them; a
+  weighed then; those are replayed from the real queue after the first batch at it) — at a batch start, where the
+  events waiting are replayed as the one batch that will read them; a
   review leaves the raise to the next batch start when the runner asks there — and lower to it once a lower one has
   sufficed for `settle_down_s`, if the change pays for itself (the reconfiguration-cost test). Where no vector the
   slots allow keeps the target, the least one with at most `settle_late_ratio` times the best one's late events and
   at most `settle_late_points` more; a raise is sized on the late events it is judged on, and, there, not taken where
-  the held vector already keeps that much (`settle_min_gain`).
+  the held vector already keeps that much (`settle_min_gain`). The error budget is spent over `settle_memory_s`,
+  or over the run where it is bounded and shorter (`RunContext.duration_s`: a replayed workload is judged over it).
   It replaces burst sizing and the controller's proposal (recorded in the
   details, not applied), so `ds2:settle=true` and `threshold:settle=true` act alike; slot bounds, blocks already set
   and excluded periods hold; the ineffective-scaling check is not run on its raises (they are sized on the observed
@@ -218,7 +220,8 @@ GUARD_PARAMS: dict[str, Param] = {
                                  "controller's proposal: few actions, paid in held slots, for engines where a change "
                                  "restarts the job", search_when=("guards", True), search=Choices((True, False))),
     "settle_target": Param(float, 0.995, "guards, settle: share of the replayed events the held vector must keep "
-                                         "within the SLO (an error budget over settle_memory_s)", 0.5, 1.0,
+                                         "within the SLO (an error budget over settle_memory_s, or over a bounded "
+                                         "run shorter than that)", 0.5, 1.0,
                            open_maximum=True, search_when=("settle", True), search=SearchRange(0.95, 0.999)),
     "settle_down_s": Param(float, 60.0, "guards, settle: a lower covering vector must have sufficed this long before "
                                         "the vector is lowered (after a burst, hindsight says less than the burst "
@@ -304,6 +307,7 @@ class Guards:
         self.cap = min(max_degree, slots) if slots else max_degree
         self.periods = parse_periods(self.params["excluded_periods"])
         self.slo_latency_s: float | None = None
+        self.horizon_s = 0.0  # the run's length when bounded (bind)
         self._curve: dict[tuple[str, int], deque] = {}
         self._costs: dict[str, deque] = {}
         self._recent: deque[Snapshot] = deque(maxlen=GUARD_WINDOW)
@@ -359,14 +363,17 @@ class Guards:
             if block.load > 0 and abs(load - block.load) > self.params["load_change"] * block.load:
                 del self.blocks[name]
 
-    def bind(self, slo_latency_s: float | None, slots: int = 0, follow_live: bool = True) -> None:
+    def bind(self, slo_latency_s: float | None, slots: int = 0, follow_live: bool = True,
+             horizon_s: float = 0.0) -> None:
         """The run's latency bound (it caps the catch-up time) and its task slots, when the controller is bound to a
         run. With `parallel_slots` unset (0) the run's slots bound the degrees: a degree beyond the tasks that can run
         at once adds waves, not speed, and burst sizing, which assumes linear speed-up where no degree was observed,
         would otherwise raise a batch to the run's max degree on a machine with half as many cores. Slots unknown
         before the run (0, a cluster master) are taken from each batch's registered executor cores unless
-        `follow_live` is off (the controller's slot_cap=false)."""
+        `follow_live` is off (the controller's slot_cap=false). `horizon_s`: the run's length when it is bounded (0:
+        unbounded); settle spends its error budget over it where it is shorter than settle_memory_s (`_settle`)."""
         self.slo_latency_s = slo_latency_s
+        self.horizon_s = horizon_s
         if not self.params["parallel_slots"] and slots > 0:
             self.cap = max(self.params["min_degree"], min(self.max_degree, slots))
         # a cluster master's slots are known only once executors register: then each batch's count bounds them
@@ -699,6 +706,10 @@ class Guards:
         anchor = self._settle_anchor if since is not None else None
         slo, target = self.slo_latency_s, self.params["settle_target"]
         window = self.params["settle_memory_s"]
+        if 0 < self.horizon_s < window:
+            # a bounded run shorter than the memory is judged over itself: planned over settle_memory_s, a 60 s run's
+            # budget lets a sustained rise wait for late events the run never outlives (the nightly step: 97.7 %)
+            window = self.horizon_s
         now_share = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo, waiting_since,
                            since, anchor).new_share(window)
         if act_below is not None and now_share >= act_below:

@@ -122,7 +122,9 @@ class RunContext:
     with it, and it is what makes the oracle an oracle; predictor: a load predictor loaded from the MLflow registry
     for controllers that forecast (None: the controller's own), with a warning when it fell back; slots: the task
     slots the run has (executor cores; local[N]: N), 0 when the job cannot tell before it starts (a cluster master);
-    capacity_table: the multi-level benchmark's table the run loaded for the `multilevel` controller.
+    capacity_table: the multi-level benchmark's table the run loaded for the `multilevel` controller;
+    duration_s: how long the run lasts when it is bounded (a replayed workload, whose SLO attainment is judged over
+    it), 0 when it is not (a stream that runs until stopped). Not the load: the horizon an error budget is spent over.
     """
 
     trigger_s: float
@@ -134,3 +136,4 @@ class RunContext:
     predictor_warning: str = ""
     slots: int = 0
     capacity_table: Any = None  # controllers.multilevel.CapacityTable the run resolved for `multilevel`
+    duration_s: float = 0.0

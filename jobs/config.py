@@ -238,7 +238,8 @@ class RunConfig:
                           max_degree=self.max_degree, schedule=schedule,
                           predictor=None if predictor is None else predictor.predictor,
                           predictor_warning="" if predictor is None else (predictor.warning or ""),
-                          slots=local_slots(self.master), capacity_table=self.capacity_table)
+                          slots=local_slots(self.master), capacity_table=self.capacity_table,
+                          duration_s=float(self.spec.duration_s) if self.spec is not None else 0.0)
 
     def _check_host_scaling(self, controller) -> None:
         if self.host_provisioning_delay_s < 0:

@@ -55,7 +55,8 @@ def simulate_configuration(controller: str, params: Mapping[str, Any], schedule:
     ctl = build_controller(controller, params, operators, plant.max_degree)
     ctl.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=slo_latency_s, slo_target=slo_target,
                         max_degree=plant.max_degree, schedule=schedule if knows_schedule else None,
-                        slots=plant.slots, capacity_table=capacity_table, predictor=predictor))
+                        slots=plant.slots, capacity_table=capacity_table, predictor=predictor,
+                        duration_s=float(schedule.spec.duration_s if duration_s is None else duration_s)))
     keyed = None
     if placement is not None:
         if keyed_operator not in operators:
