@@ -1,5 +1,5 @@
 """What a run tells its controller about the task slots it has (RunContext.slots), before Spark starts: a local
-master's N, nothing for a cluster master (its executors register later and may change)."""
+master's N, nothing for a cluster master (its executors register later and may change); and how long it runs."""
 import pytest
 
 from jobs.config import RunConfig, local_slots
@@ -19,3 +19,12 @@ def test_local_star_gives_the_machines_cores(monkeypatch):
 def test_the_run_context_carries_them_to_the_controller():
     config = RunConfig(controller="ds2", controller_params={}, workload="step", master="local[3]")
     assert config.context().slots == 3
+
+
+def test_the_run_context_carries_how_long_a_replayed_workload_runs():
+    """Settle spends its error budget over a bounded run shorter than its memory (controllers/guards.py)."""
+    config = RunConfig(controller="ds2", controller_params={"settle": True}, workload="step", master="local[2]")
+    assert config.context().duration_s == 0.0  # not validated: no workload read yet
+    assert config.validate().context().duration_s == 60.0
+    shorter = RunConfig(controller="ds2", controller_params={}, workload="step", master="local[2]", duration_s=30)
+    assert shorter.validate().context().duration_s == 30.0
