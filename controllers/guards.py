@@ -98,7 +98,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from controllers.common_params import MIN_DEGREE, PARALLEL_SLOTS
-from controllers.settle import Arrivals, StageModel, arrival_segments, covering_goal, covering_vector, replay
+from controllers.settle import (Arrivals, Replay, StageModel, arrival_segments, covering_goal, covering_vector,
+                               replay)
 from controllers.types import Decision, Snapshot
 from params.declare import Choices, Param, Rule, SearchRange
 
@@ -710,8 +711,8 @@ class Guards:
             # a bounded run shorter than the memory is judged over itself: planned over settle_memory_s, a 60 s run's
             # budget lets a sustained rise wait for late events the run never outlives (the nightly step: 97.7 %)
             window = self.horizon_s
-        now_share = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo, waiting_since,
-                           since, anchor).new_share(window)
+        held = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo, waiting_since, since, anchor)
+        now_share = held.new_share(window)
         if act_below is not None and now_share >= act_below:
             return dict(current), now_share, now_share, False
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
@@ -727,9 +728,34 @@ class Guards:
         vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window, waiting_since,
                                          ratio, points, since if raising else None, goal if raising else None,
                                          anchor)
+        if raising and not self._raise_can_pay(held, result, arrivals, since, target, pending is not None):
+            if act_below is not None:
+                return dict(current), now_share, now_share, False
+            raising = False  # a review: no raise, but a lower vector may still do
+            vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window,
+                                             waiting_since, ratio, points)
         if not raising:
             vector = {op: min(vector[op], current[op]) for op in self.operators}
         return vector, result.new_share(window), now_share, raising
+
+    def _raise_can_pay(self, held: Replay, raised: Replay, arrivals: Arrivals, since: float | None,
+                       target: float, waiting: bool) -> bool:
+        """In a bounded run, whether a raise can still move the run's attainment by the error budget it is taken for
+        (1 - `settle_act_share`): the late events it saves in the batch about to start (at a batch start, `waiting`;
+        a review's last replayed batch has run), plus those it would have saved per second since the held vector's
+        choice, over what is left of the run, against the run's events. Always in a run that is not bounded. Why:
+        judged on the history, a raise is as due in a run's last seconds as anywhere; on Spark the real-time Google
+        trace's settled seed 2 raised three operators at 174 s of 180 for a peak whose batch had already run."""
+        if self.horizon_s <= 0 or held.judged <= 0:
+            return True
+        now, first = arrivals.times[-1], arrivals.times[0]
+        held_for = max(1e-9, now - (first if since is None else max(first, since)))
+        run_events = held.judged * max(1.0, self.horizon_s / held.span_s) if held.span_s > 0 else held.judged
+        now_saved = max(0.0, held.late_last - raised.late_last) if waiting else 0.0
+        past_saved = max(0.0, (held.late_since - held.late_last) - (raised.late_since - raised.late_last)
+                         if waiting else held.late_since - raised.late_since)
+        saved = now_saved + past_saved * max(0.0, self.horizon_s - now) / held_for
+        return saved / run_events >= 1.0 - settle_act_share(target)
 
     def _settle_chose(self, vector: Mapping[str, int], time_s: float) -> None:
         self._settle_chosen, self._settle_anchor = (dict(vector), time_s), None

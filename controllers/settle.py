@@ -100,6 +100,7 @@ class Replay:
     largest_batch: float  # source events of the largest batch the replay ran
     span_s: float = 0.0  # the arrivals' time span
     late_since: float = 0.0  # late events among those that arrived at or after the replay's `since`
+    late_last: float = 0.0  # of those, the ones the last batch (the one about to start, on what waits now) read
 
     @property
     def attainment(self) -> float:
@@ -155,7 +156,7 @@ def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: flo
     mark = float(arrivals.times[0]) if since is None else since
     read_until = float(arrivals.times[0])
     start = read_until + trigger_s
-    on_time = judged = largest = late_since = 0.0
+    on_time = judged = largest = late_since = late_last = 0.0
     if anchor is not None and read_until < anchor[0] < horizon:
         read_until = max(read_until, arrivals.time_of(max(0.0, arrivals.due(anchor[0]) - anchor[1])))
         start = anchor[0]
@@ -165,13 +166,14 @@ def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: flo
     def run(start: float, due: float, read_until: float, due_read: float) -> float:
         """One batch from `start` on what arrived since `read_until` (`due` and `due_read` the events due by each);
         returns its end."""
-        nonlocal on_time, judged, largest, late_since
+        nonlocal on_time, judged, largest, late_since, late_last
         events = due - due_read
         end = start + batch_s(events)
         cut = max(read_until, min(start, end - slo_s))  # events that arrived before it are late
         due_cut = arrivals.due(cut)
         on_time += due - due_cut
-        late_since += max(0.0, due_cut - (due_read if mark <= read_until else arrivals.due(mark)))
+        late_last = max(0.0, due_cut - (due_read if mark <= read_until else arrivals.due(mark)))
+        late_since += late_last
         judged += events
         largest = max(largest, events)
         return end
@@ -190,7 +192,7 @@ def replay(arrivals: Arrivals, batch_s: Callable[[float], float], trigger_s: flo
         due_horizon, due_now = arrivals.due(horizon), arrivals.due(now)
         if due_now - due_horizon >= 0.5:
             run(now, due_now, horizon, due_horizon)  # the batch about to start, on everything waiting
-    return Replay(on_time, judged, largest, now - float(arrivals.times[0]), late_since)
+    return Replay(on_time, judged, largest, now - float(arrivals.times[0]), late_since, late_last)
 
 
 def covering_goal(best: float, target: float, late_ratio: float = 1.0, late_points: float = 0.0) -> float:
