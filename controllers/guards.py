@@ -49,7 +49,8 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   slots allow keeps the target, the least one with at most `settle_late_ratio` times the best one's late events and
   at most `settle_late_points` more; a raise is sized on the late events it is judged on, and, there, not taken where
   the held vector already keeps that much (`settle_min_gain`). The error budget is spent over `settle_memory_s`,
-  or over the run where it is bounded and shorter (`RunContext.duration_s`: a replayed workload is judged over it).
+  or over the run where it is bounded and shorter (`RunContext.duration_s`: a replayed workload is judged over it),
+  and there no raise is taken that the rest of the run cannot repay (`_raise_can_pay`).
   It replaces burst sizing and the controller's proposal (recorded in the
   details, not applied), so `ds2:settle=true` and `threshold:settle=true` act alike; slot bounds, blocks already set
   and excluded periods hold; the ineffective-scaling check is not run on its raises (they are sized on the observed
