@@ -751,12 +751,12 @@ class Guards:
             return True
         now, first = arrivals.times[-1], arrivals.times[0]
         held_for = max(1e-9, now - (first if since is None else max(first, since)))
-        run_events = held.judged * max(1.0, self.horizon_s / held.span_s) if held.span_s > 0 else held.judged
+        def past(r: Replay) -> float:  # late events of batches that have run (all of a review's)
+            return r.late_since - (r.late_last if waiting else 0.0)
+
         now_saved = max(0.0, held.late_last - raised.late_last) if waiting else 0.0
-        past_saved = max(0.0, (held.late_since - held.late_last) - (raised.late_since - raised.late_last)
-                         if waiting else held.late_since - raised.late_since)
-        saved = now_saved + past_saved * max(0.0, self.horizon_s - now) / held_for
-        return saved / run_events >= 1.0 - settle_act_share(target)
+        saved = now_saved + max(0.0, past(held) - past(raised)) * max(0.0, self.horizon_s - now) / held_for
+        return saved / held.window_events(self.horizon_s) >= 1.0 - settle_act_share(target)
 
     def _settle_chose(self, vector: Mapping[str, int], time_s: float) -> None:
         self._settle_chosen, self._settle_anchor = (dict(vector), time_s), None

@@ -113,8 +113,11 @@ class Replay:
         against the few seconds seen, so the first burst does not set the vector for a whole window."""
         if self.judged <= 0:
             return 1.0
-        scale = max(1.0, window_s / self.span_s) if self.span_s > 0 else 1.0
-        return 1.0 - (self.judged - self.on_time if late is None else late) / (self.judged * scale)
+        return 1.0 - (self.judged - self.on_time if late is None else late) / self.window_events(window_s)
+
+    def window_events(self, window_s: float) -> float:
+        """The events a `window_s` window carries at the replay's mean rate (at least those judged)."""
+        return self.judged * (max(1.0, window_s / self.span_s) if self.span_s > 0 else 1.0)
 
     def new_share(self, window_s: float) -> float:
         """`share` counting only the late events that arrived since the replay's `since`: what the arrivals seen

@@ -213,12 +213,19 @@ def random_peaks(seed):
                        "max_peak_s": 15, "min_trough_s": 10, "max_trough_s": 35}}
 
 
-def run(controller, spec, **params):
-    ctl = build_controller(controller, {"guards": True, **params}, OPS, PLANT.max_degree)
-    ctl.bind(RunContext(trigger_s=PLANT.trigger_interval_s, slo_latency_s=SLO_S, max_degree=PLANT.max_degree,
-                        slots=PLANT.slots))
-    result = simulate(PLANT, Schedule(parse_workload(spec, source="test")), ControlLoop(ctl), 180.0)
+def simulated(controller, params, arrivals, plant=PLANT, duration_s=None, horizon_s=0.0, noise_seed=None):
+    """(actions, SLO attainment, the run) of `controller` on the plant; `horizon_s` the run length it is told (0:
+    a stream that runs until stopped)."""
+    ctl = build_controller(controller, {"guards": True, **params}, OPS, plant.max_degree)
+    ctl.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=SLO_S, max_degree=plant.max_degree,
+                        slots=plant.slots, duration_s=horizon_s))
+    result = simulate(plant, arrivals, ControlLoop(ctl), duration_s or arrivals.spec.duration_s,
+                      noise_seed=noise_seed)
     return sum(d.changed for d in result.decisions), float(np.mean(result.latencies() <= SLO_S)), result
+
+
+def run(controller, spec, **params):
+    return simulated(controller, params, Schedule(parse_workload(spec, source="test")), duration_s=180.0)
 
 
 @pytest.mark.parametrize("controller", ["ds2", "threshold"])
@@ -252,12 +259,9 @@ def test_a_bounded_run_shorter_than_the_memory_spends_its_error_budget_over_itse
     at 24.6 s and keeps every event on time."""
     arrivals = Schedule(parse_workload({**load_workload("step").to_dict(), "seed": 1}, source="test"))
 
-    def attainment(duration_s):
-        ctl = build_controller("ds2", {"settle": True}, OPS, PLANT.max_degree)
-        ctl.bind(RunContext(trigger_s=PLANT.trigger_interval_s, slo_latency_s=SLO_S, max_degree=PLANT.max_degree,
-                            slots=PLANT.slots, duration_s=duration_s))
-        result = simulate(PLANT, arrivals, ControlLoop(ctl), arrivals.spec.duration_s)
-        return float(np.mean(result.latencies() <= SLO_S)), sum(d.changed for d in result.decisions)
+    def attainment(horizon_s):
+        actions, slo, _ = simulated("ds2", {"settle": True}, arrivals, horizon_s=horizon_s)
+        return slo, actions
 
     unbounded, bounded = attainment(0.0), attainment(arrivals.spec.duration_s)
     assert unbounded[0] < 0.98 and bounded[0] >= 0.995 and bounded[1] == unbounded[1] == 1
@@ -397,14 +401,8 @@ def test_on_a_load_no_vector_carries_a_raise_that_buys_less_than_the_slack_is_no
         pytest.skip(f"the Google 2011 task events trace is not on this machine: {exc}")
 
     def runs(min_gain):
-        found = []
-        for noise_seed in (0, 1):
-            ctl = build_controller("ds2", {"settle": True, "settle_min_gain": min_gain}, OPS, NOISY.max_degree)
-            ctl.bind(RunContext(trigger_s=NOISY.trigger_interval_s, slo_latency_s=SLO_S, max_degree=NOISY.max_degree,
-                                slots=NOISY.slots))
-            result = simulate(NOISY, arrivals, ControlLoop(ctl), arrivals.spec.duration_s, noise_seed=noise_seed)
-            found.append((sum(d.changed for d in result.decisions), float(np.mean(result.latencies() <= SLO_S))))
-        return found
+        return [simulated("ds2", {"settle": True, "settle_min_gain": min_gain}, arrivals, NOISY, noise_seed=n)[:2]
+                for n in (0, 1)]
 
     taken, skipped = runs(False), runs(True)
     assert sum(r[0] for r in skipped) < sum(r[0] for r in taken)
