@@ -13,6 +13,7 @@ a worker is starting one more process, with its real start-up time measured.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import signal
@@ -26,6 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".local" / "spark-cluster"
+# What the master's JSON UI gives while it is still starting: a refused or reset connection (OSError), a cut-off
+# response (HTTPException), or a 200 with an empty body that is not JSON yet (ValueError) -- all mean "ask again".
+NOT_READY = (OSError, http.client.HTTPException, ValueError)
 
 
 def spark_home() -> Path:
@@ -82,7 +86,7 @@ class StandaloneCluster:
     def alive_workers(self) -> list[dict]:
         try:
             return [w for w in self.state().get("workers", []) if w.get("state") == "ALIVE"]
-        except OSError:
+        except NOT_READY:
             return []
 
     def _wait(self, ready, what: str, timeout_s: float) -> float:
@@ -111,7 +115,7 @@ class StandaloneCluster:
     def _master_up(self) -> bool:
         try:
             return self.state().get("status") == "ALIVE"
-        except OSError:
+        except NOT_READY:
             return False
 
     def add_worker(self, timeout_s: float = 90.0) -> tuple[str, float]:
