@@ -25,7 +25,9 @@ thresholds on NdA, a ratio to the measured capacity, so a plant whose costs are 
 across θ at other loads. Without one the guard study's hand-set plant is used, and said to be. Neither is enough yet
 (docs/predictors-goals.md, stop 46): both chose θ_min 0.1, with which the champion took no action at all on Spark on
 two of three bursty traces; Spark's enrich NdA at the Google trace's first iteration was 0.69 where the hand-set
-plant's was 0.97. Read this study's choice as a hypothesis for Spark, not as a result.
+plant's was 0.97. Not the capacity (studies.autoscale_capacity, stop 48: the bottleneck's agrees within 8 %) but the
+charge: where a burst falls against an iteration's batches. Read this study's choice as a hypothesis for Spark, not
+as a result.
 """
 from __future__ import annotations
 
