@@ -97,9 +97,12 @@ def capacity_table(spark: Sequence[Iteration], plants: Sequence[Sequence[Iterati
         for degree in sorted(set(on_spark) | set(on_plant)):
             s, p = on_spark.get(degree, []), on_plant.get(degree, [])
             ratio = f"{np.mean(s) / np.mean(p):.2f}" if s and p else "—"
-            cell = lambda v: f"{np.mean(v):,.0f} ({len(v)})" if v else "—"  # noqa: E731
-            lines.append(f"| {op} | {degree} | {cell(s)} | {cell(p)} | {ratio} |")
+            lines.append(f"| {op} | {degree} | {_mean_cell(s)} | {_mean_cell(p)} | {ratio} |")
     return lines
+
+
+def _mean_cell(values: Sequence[float]) -> str:
+    return f"{np.mean(values):,.0f} ({len(values)})" if values else "—"
 
 
 def timeline(spark: Sequence[Iteration], plant: Sequence[Iteration], op: str, n: int = FIRST_ITERATIONS) -> list[str]:
