@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import json
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -35,6 +33,7 @@ from analysis.runs import load_runs
 from analysis.tuning.calibrations import load_calibration
 from analysis.tuning.screening import noise_seeds_of
 from jobs.recording.recorder import default_tracking_uri
+from jobs.recording.run_record import recorded_configuration
 from simulator.evaluate import simulate_configuration
 from workloads import Schedule, parse_workload
 
@@ -46,10 +45,8 @@ def resimulate(client, run_id: str, calibration, noise_draws: int = 0) -> tuple[
     """(simulated figures, simulated seconds, wall seconds) of one recorded run; with noise draws, the figures also
     hold `noisy_costs` and `noisy_slo` (one per draw, noise seeds [workload seed, draw] as screening uses)."""
     run = client.get_run(run_id)
-    with tempfile.TemporaryDirectory() as tmp:
-        controller = json.loads(Path(client.download_artifacts(run_id, "config/controller.json", tmp)).read_text())
-        workload = json.loads(Path(client.download_artifacts(run_id, "config/workload.json", tmp)).read_text())
-        topology = json.loads(Path(client.download_artifacts(run_id, "config/topology.json", tmp)).read_text())
+    recorded = recorded_configuration(client, run_id, "controller", "workload", "topology")
+    controller, workload, topology = recorded["controller"], recorded["workload"], recorded["topology"]
     params = run.data.params
     operators = [op["name"] for op in topology["operators"]]
     plant = calibration.plant(operators, float(params["trigger_s"]), int(params["max_degree"]), _chaining(params))

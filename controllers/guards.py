@@ -751,6 +751,7 @@ class Guards:
             return True
         now, first = arrivals.times[-1], arrivals.times[0]
         held_for = max(1e-9, now - (first if since is None else max(first, since)))
+
         def past(r: Replay) -> float:  # late events of batches that have run (all of a review's)
             return r.late_since - (r.late_last if waiting else 0.0)
 

@@ -121,20 +121,23 @@ def timeline(spark: Sequence[Iteration], plant: Sequence[Iteration], op: str, n:
     return lines
 
 
-def spark_run(run_id: str, tracking_uri: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The run's params and its decision records."""
+def spark_run(run_id: str, tracking_uri: str) -> tuple[dict[str, str], dict[str, Any], list[dict[str, Any]]]:
+    """The run's params, its recorded configuration (controller, workload) and its decision records."""
     from mlflow.tracking import MlflowClient
+
+    from jobs.recording.run_record import recorded_configuration
 
     client = MlflowClient(tracking_uri)
     run = client.get_run(run_id)
-    if run.data.params.get("controller.name") != "autoscale":
-        raise SystemExit(f"run {run_id} is not an AUTOSCALE run (controller.name = "
-                         f"{run.data.params.get('controller.name')!r})")
+    recorded = recorded_configuration(client, run_id, "controller", "workload")
+    if recorded["controller"]["controller"] != "autoscale":
+        raise SystemExit(f"run {run_id} is not an AUTOSCALE run (its controller: "
+                         f"{recorded['controller']['controller']!r})")
     with tempfile.TemporaryDirectory() as scratch:
         path = client.download_artifacts(run_id, "decisions.jsonl", scratch)
         with open(path) as f:
             records = [json.loads(line) for line in f if line.strip()]
-    return run.data.params, records
+    return run.data.params, recorded, records
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,19 +149,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--noise-seeds", type=int, default=2)
     args = ap.parse_args(argv)
     from jobs.recording.recorder import default_tracking_uri
-    from workloads import Schedule, load_workload, parse_workload
+    from workloads import Schedule, parse_workload
 
     tracking_uri = args.tracking_uri or default_tracking_uri()
-    params, records = spark_run(args.run_id, tracking_uri)
-    name, seed = params["workload.name"], int(params["workload.seed"])
-    schedule = Schedule(parse_workload({**load_workload(name).to_dict(), "seed": seed},
-                                       source=f"studies.autoscale_capacity:{name}"))
-    settings = {key: float(params[f"controller.{key}"]) for key in ("theta_min", "theta_max")}
+    params, recorded, records = spark_run(args.run_id, tracking_uri)
+    schedule = Schedule(parse_workload(recorded["workload"], source=f"run {args.run_id}"))
+    name, seed = schedule.spec.name, schedule.spec.seed
+    settings = recorded["controller"]["params"]
     predictor = None
-    if params.get("controller.predictor") == "registry":
+    if settings.get("predictor") == "registry":
         from studies.autoscale_thresholds import load_predictor
 
-        predictor = load_predictor(tracking_uri, params.get("controller.predictor_alias", "champion"))
+        predictor = load_predictor(tracking_uri, settings.get("predictor_alias", "champion"))
     plant, note = NOISY, "the guard study's hand-set plant"
     if args.calibration:
         from analysis.tuning.calibrations import load_calibration
@@ -171,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                                        float(params.get("slo.latency_s", 5.0))), OPS)
               for n in range(args.noise_seeds)]
     print(f"Spark run {args.run_id} ({name}, seed {seed}, θ {settings['theta_min']:g}/{settings['theta_max']:g}, "
-          f"predictor {params.get('controller.predictor')}) against {note}, {args.noise_seeds} noise seeds\n")
+          f"predictor {settings.get('predictor')}) against {note}, {args.noise_seeds} noise seeds\n")
     print("\n".join(capacity_table(spark, plants, OPS)))
     print(f"\nThe first {FIRST_ITERATIONS} iterations, enrich (the plant's noise seed 0):\n")
     print("\n".join(timeline(spark, plants[0], "enrich")))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -99,6 +100,14 @@ def record_configuration(recorder: RunRecorder, config: RunConfig, controller: C
         else:
             recorder.log_dict(content, name)
     recorder.log_artifact(workload_png(schedule, artifacts / "workload.png"))
+
+
+def recorded_configuration(client, run_id: str, *names: str) -> dict[str, Any]:
+    """{name: content} of the run's config/<name>.json artifacts as `record_configuration` wrote them (controller:
+    {controller, params}; workload: the spec; topology), for re-running a recorded run elsewhere (the plant)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return {name: json.loads(Path(client.download_artifacts(run_id, f"config/{name}.json", tmp)).read_text())
+                for name in names}
 
 
 def query_params(config: RunConfig) -> dict[str, Any]:
