@@ -24,6 +24,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,7 @@ from analysis.runs import load_runs
 from analysis.tuning.calibrations import load_calibration
 from analysis.tuning.screening import noise_seeds_of
 from jobs.recording.recorder import default_tracking_uri
-from jobs.recording.run_record import recorded_configuration
+from jobs.recording.run_record import recorded_configuration, recorded_trigger_phase
 from simulator.evaluate import simulate_configuration
 from workloads import Schedule, parse_workload
 
@@ -50,6 +51,7 @@ def resimulate(client, run_id: str, calibration, noise_draws: int = 0) -> tuple[
     params = run.data.params
     operators = [op["name"] for op in topology["operators"]]
     plant = calibration.plant(operators, float(params["trigger_s"]), int(params["max_degree"]), _chaining(params))
+    plant = replace(plant, trigger_phase_s=recorded_trigger_phase(params))  # unrecorded: drawn per noise seed
     schedule = Schedule(parse_workload(workload, source=f"run {run_id}"))
     started = time.perf_counter()
     settings = dict(slo_latency_s=float(params["slo.latency_s"]), slo_target=float(params["slo.target"]),

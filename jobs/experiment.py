@@ -127,6 +127,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
                                    placement_factory)
         query = start_query(spark, config, schedule_state, processor, output, recorder.run_id)
         anchor_us = start_clock(query, processor, actuators, output / "anchor.json", config.lead_in_s)
+        recorder.log_params({"trigger_phase_s": trigger_phase_s(anchor_us, config.trigger_s)})
         log(f"streaming: {schedule.total_events} events over {config.spec.duration_s:g}s, trigger "
             f"{config.trigger_s:g}s, controller {config.controller}, initial degrees {loop.degrees}")
         with stop.deferred():
@@ -207,6 +208,15 @@ def start_query(spark, config: RunConfig, schedule_state: str, processor: BatchP
     )
     wait_until_ready(query)
     return query
+
+
+def trigger_phase_s(anchor_us: int, trigger_s: float) -> float:
+    """Where Spark's trigger grid falls on the run's clock: its ProcessingTimeExecutor fires at wall-clock multiples
+    of the interval, so the first grid point at or after time 0 is this far from it. It differs in every run (the
+    anchor is wherever start-up ended) and moves which events each batch reads; the plant replays a run at its own
+    phase (simulator.plant.PlantConfig.trigger_phase_s)."""
+    interval_us = round(trigger_s * US)
+    return ((-anchor_us) % interval_us) / US
 
 
 def start_clock(query, processor: BatchProcessor, actuators, anchor_file: Path, lead_in_s: float) -> int:

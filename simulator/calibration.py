@@ -153,7 +153,8 @@ class Calibration:
                            batch_overhead_s=self.batch_overhead_s, max_degree=max_degree,
                            stage_overhead_s=self.stage_overhead_s, chaining=chaining,
                            batch_overhead_sigma=self.batch_overhead_sigma,
-                           service_sigma={op: self.service_sigma.get(op, 0.0) for op in operators})
+                           service_sigma={op: self.service_sigma.get(op, 0.0) for op in operators},
+                           trigger_phase_s=None)  # as on Spark: each (noisy) run at a phase of its own
 
     def oracle_params(self) -> dict[str, Any]:
         """The oracle's configuration on this calibration, told the plant's exact costs (headroom 1)."""

@@ -3,8 +3,12 @@
 Why: controllers must be testable in microseconds, and later an oracle must be able to plan against a model of
 the job. The model keeps what matters for elasticity in a micro-batch engine and nothing else:
 
-- a batch starts at a trigger (or at once, when the previous batch overran the trigger interval) and reads every
-  event that is due;
+- a batch starts at a trigger and reads every event that is due. Triggers fall on a fixed grid, as Spark's
+  ProcessingTimeExecutor puts them on multiples of the interval in wall-clock time: `trigger_phase_s` + k x interval
+  on the schedule's clock. A batch that overran its trigger is followed at once by the next, and the one after that
+  waits for the next grid point (the grid does not move). On Spark the phase is where the run's time 0 (its anchor)
+  falls between two wall-clock multiples: any value, different in every run; a noisy plant run draws it from its
+  seed when `trigger_phase_s` is None, so seeds vary where bursts fall against batches, as runs on Spark do;
 - operator i processes its input with per-record service time s_i spread over p_i tasks, on at most `slots`
   tasks at a time (so degrees beyond the slots add waves, not speed), plus a fixed per-task overhead;
 - operators run one after another, so the batch takes the sum of their spans plus a fixed per-batch overhead;
@@ -59,6 +63,14 @@ class PlantConfig:
     # a controller that manages executors (one core each): an added executor's slot is there this long after the
     # decision (6.4-6.9 s measured on this machine's standalone cluster, docs/multilevel.md); a removed one goes at once
     executor_delay_s: float = 6.5
+    # the schedule time of the trigger grid's first point, in [0, trigger_interval_s); None: drawn per noisy run
+    # from its seed (0 for a run without noise). A replay of a Spark run sets the run's own (simulator_fidelity).
+    trigger_phase_s: float | None = 0.0
+
+    def __post_init__(self):
+        if self.trigger_phase_s is not None and not 0 <= self.trigger_phase_s < self.trigger_interval_s:
+            raise ValueError(f"trigger_phase_s must be in [0, trigger_interval_s = {self.trigger_interval_s}), "
+                             f"got {self.trigger_phase_s}")
 
     @property
     def noisy(self) -> bool:
@@ -101,12 +113,20 @@ class PlantRun:
         return self.batches[batch_id].snapshot.degrees
 
 
+_PHASE_STREAM = 7919  # appended to a run's seed for its phase's generator (any fixed number)
+
+
 class _Noise:
     """The per-batch factors of one noisy run, drawn from one seeded generator in a fixed order (same seed, same
-    run)."""
+    run), and its trigger phase, drawn from a generator of its own so that it leaves the factors as they were."""
 
     def __init__(self, config: PlantConfig, seed: int | Sequence[int] | None):
         self.rng = np.random.default_rng(seed) if seed is not None and config.noisy else None
+        if config.trigger_phase_s is not None or self.rng is None:
+            self.phase_s = config.trigger_phase_s or 0.0
+        else:
+            entropy = [seed] if isinstance(seed, (int, np.integer)) else list(seed)
+            self.phase_s = float(np.random.default_rng([*entropy, _PHASE_STREAM]).uniform(0, config.trigger_interval_s))
         self.overhead_sigma = config.batch_overhead_sigma
         self.sigmas = [float(config.service_sigma.get(op.name, 0.0)) for op in config.operators]
 
@@ -131,13 +151,14 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
         raise ValueError(f"controller operators {loop.controller.operators} do not match the plant's {names}")
     degrees = dict(loop.degrees)
     read = 0
-    t = 0.0
+    noise = _Noise(config, noise_seed)
+    interval = config.trigger_interval_s
+    t = noise.phase_s
     prev_end = 0.0
     batches: list[BatchRecord] = []
     slot_seconds = 0.0
     batch_id = 0
     due_at_prev_end = 0
-    noise = _Noise(config, noise_seed)
     executors = loop.executors  # None: not managed, the plant's fixed slots
     coming: list[tuple[float, int]] = []  # (registered at, count) of executors asked for
     core_seconds = 0.0
@@ -147,7 +168,7 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             break
         n = due - read
         if n == 0:  # Spark skips a trigger with no new data
-            t += config.trigger_interval_s
+            t = _next_trigger(t, noise.phase_s, interval)
             continue
         # a controller may resize the batch now that it knows what the batch reads (guards' burst sizing)
         if executors is not None:
@@ -201,7 +222,7 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             arrival_profile=arrival_profile(lambda s: arrivals.count_due(int(s * US)), prev_end, end),
         )
         batches.append(BatchRecord(snapshot, t, end, latencies))
-        next_start = end if duration >= config.trigger_interval_s else t + config.trigger_interval_s
+        next_start = max(end, _next_trigger(t, noise.phase_s, interval))
         slot_seconds += sum(degrees.values()) * (next_start - t)
         core_seconds += (executors or 0) * (next_start - t)
         degrees = loop.step(snapshot)
@@ -217,6 +238,12 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
         t = next_start
         batch_id += 1
     return PlantRun(batches, loop.log, slot_seconds, None if loop.executors is None else core_seconds)
+
+
+def _next_trigger(t: float, phase_s: float, interval: float) -> float:
+    """The first grid point after `t` (Spark's nextBatchTime); a start on the grid gives the next one."""
+    k = math.floor((t - phase_s) / interval + 1e-9) + 1
+    return phase_s + k * interval
 
 
 def chain(specs: Sequence[tuple[str, float]], **kwargs) -> PlantConfig:

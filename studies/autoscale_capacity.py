@@ -21,7 +21,7 @@ import json
 import sys
 import tempfile
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -168,6 +168,12 @@ def main(argv: list[str] | None = None) -> int:
         calibration = load_calibration(args.calibration, tracking_uri)
         plant = calibration.plant(OPS, NOISY.trigger_interval_s, NOISY.max_degree)
         note = f"the plant calibrated by {calibration.source}"
+    from jobs.recording.run_record import recorded_trigger_phase
+
+    phase = recorded_trigger_phase(params)
+    plant = replace(plant, trigger_phase_s=phase)  # the run's own (unrecorded before stop 49: one per noise seed)
+    note += (f", the run's trigger phase {phase:.2f} s" if phase is not None else
+             ", the trigger phase drawn per noise seed (this run did not record its own)")
     spark = iterations(records, OPS)
     plants = [iterations(plant_records(settings, schedule, plant, n, predictor,
                                        float(params.get("slo.latency_s", 5.0))), OPS)

@@ -14,7 +14,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -108,6 +108,13 @@ def recorded_configuration(client, run_id: str, *names: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         return {name: json.loads(Path(client.download_artifacts(run_id, f"config/{name}.json", tmp)).read_text())
                 for name in names}
+
+
+def recorded_trigger_phase(params: Mapping[str, str]) -> float | None:
+    """The run's trigger phase (jobs.experiment.trigger_phase_s) from its params; None for a run recorded before it
+    was logged (stop 49)."""
+    value = params.get("trigger_phase_s")
+    return None if value is None else float(value)
 
 
 def query_params(config: RunConfig) -> dict[str, Any]:

@@ -1,5 +1,9 @@
 """The micro-batch model: batches read what is due, degrees beyond the slots add waves, a decision takes effect in
 the next batch, and the same inputs give the same run."""
+import math
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 from controllers import ControlLoop, build_controller
@@ -88,7 +92,6 @@ def test_noise_is_seeded_and_spreads_batches_around_the_deterministic_cost():
     first, again, other = _durations(NOISY, [1, 0]), _durations(NOISY, [1, 0]), _durations(NOISY, [1, 1])
     assert first == again, "same noise seed, same run"
     assert first != other
-    import numpy as np
     many = np.concatenate([_durations(NOISY, [s, 0], duration_s=300) for s in range(4)])
     # overhead: median-one factor; enrich: mean-one factor; so the mean stays within a few % of the plain batch
     assert np.mean(many) == pytest.approx(np.mean(plain), rel=0.05)
@@ -114,3 +117,51 @@ def test_an_unchained_degree_vector_pays_a_stage_of_its_own_per_batch():
     work = lambda s: s.batch_duration_s - sum(op.span_s for op in s.operators)  # noqa: E731
     assert work(chained) == pytest.approx(0.1) and work(split) == pytest.approx(0.1 + 2 * 0.08)
     assert work(first_batch(replace(base, chaining=False), {"enrich": 2, "sink": 2})) == pytest.approx(0.1)
+
+
+class _Burst:
+    """3,000 events due at 0.5 s (reading them at 1.2 ms each takes the first batch past its trigger), then 10 ev/s."""
+
+    total_events = 3000 + 10 * 19
+
+    def count_due(self, t_us):
+        t = t_us / 1e6
+        return 0 if t < 0.5 else min(self.total_events, 3000 + int((t - 0.5) * 10))
+
+    def arrival_us(self, first, stop):
+        i = np.arange(first, stop)
+        return np.where(i < 3000, 500_000, 500_000 + (i - 2999) * 100_000).astype(np.int64)
+
+
+def test_triggers_stay_on_sparks_grid_after_a_batch_overruns():
+    """Spark fires triggers at wall-clock multiples of the interval: a batch that overran is followed at once, and
+    the batch after that waits for the next multiple, not one interval after the late start."""
+    plant = chain([("parse", 0.0), ("enrich", 0.0012), ("aggregate", 0.0), ("sink", 0.0)], trigger_interval_s=2.0,
+                  slots=4, batch_overhead_s=0.1, max_degree=8, trigger_phase_s=0.75)
+    run = simulate(plant, _Burst(), ControlLoop(build_controller("static", {}, OPS, 8)), 20)
+    starts = [round(b.start_s, 3) for b in run.batches]
+    first_end = round(run.batches[0].end_s, 3)
+    assert starts[0] == 0.75  # the first grid point with events due
+    assert first_end > 2.75 and starts[1] == first_end  # overran: the next batch at once
+    assert starts[2] == 2.75 + 2.0 * math.ceil((first_end - 2.75) / 2.0 + 1e-9)  # back on the grid
+    assert all(round((s - 0.75) / 2.0, 6).is_integer() for s in starts[2:])
+
+
+def test_a_noisy_run_draws_its_trigger_phase_from_its_seed_unless_it_is_set():
+    noisy = chain([("parse", 0.00002), ("enrich", 0.0004), ("aggregate", 0.00005), ("sink", 0.00002)],
+                  trigger_interval_s=2.0, slots=4, max_degree=8, batch_overhead_sigma=0.1, trigger_phase_s=None)
+
+    def first_start(plant, seed):
+        return simulate(plant, ConstantArrivals(500, 20), ControlLoop(build_controller("static", {}, OPS, 8)), 20,
+                        noise_seed=seed).batches[0].start_s
+
+    phases = [first_start(noisy, seed) for seed in range(6)]
+    assert all(0 <= p < 2.0 for p in phases) and len(set(phases)) == 6
+    assert phases == [first_start(noisy, seed) for seed in range(6)]  # same seed, same phase
+    assert first_start(replace(noisy, trigger_phase_s=1.25), 3) == 1.25
+    assert first_start(replace(noisy, trigger_phase_s=None), None) == 0.0  # no noise: no draw
+
+
+def test_a_trigger_phase_outside_the_interval_is_refused():
+    with pytest.raises(ValueError, match=r"trigger_phase_s must be in \[0, trigger_interval_s = 2.0\), got 2.0"):
+        chain([("parse", 0.0)], trigger_interval_s=2.0, trigger_phase_s=2.0)
