@@ -28,6 +28,7 @@ from jobs.query_runtime import QueryState, batch_context
 from jobs.recording.recorder import RunRecorder
 from jobs.recording.summary import LatencyHistogram
 from jobs.sink import FINAL, commit_batch
+from jobs.trigger_grid import batch_trigger_us, read_planned
 from workloads import Schedule
 
 from params.units import US
@@ -48,6 +49,7 @@ class BatchProcessor:
         self.schedule = schedule
         self.loop = loop
         self.anchor_us: int | None = None  # set once the query is up (schedule time 0)
+        self.planned_file: Path | None = None  # where the source writes each batch's end offset as it plans it
         self.output = output
         self.recorder = recorder
         self.progress = progress
@@ -98,10 +100,16 @@ class BatchProcessor:
         if self.config.fail_at_batch is not None and batch_id >= self.config.fail_at_batch:
             raise RunFailed(f"induced failure at batch {batch_id} (--fail-at-batch {self.config.fail_at_batch})")
         start = time.time()
-        # what this batch reads is known before it runs: the events arrived and not yet read (a consumer's lag;
-        # the source planned the batch's end a moment ago, so this may count a few events the next batch reads)
+        # what this batch reads is known before it runs: what the source planned at its trigger (counted now, a
+        # burst's events due since then would be sized for but read by the next batch; jobs/trigger_grid.py)
         now_us = int(start * US) - self.anchor_us
-        pending = self.schedule.count_due(now_us) - self.next_event
+        planned = read_planned(str(self.planned_file)) if self.planned_file is not None else None
+        if planned is not None and planned > self.next_event:
+            pending = planned - self.next_event
+        else:  # no file (a processor built without one): the events due at the trigger, as the grid places it
+            prev_end_us = None if self.prev_end_s is None else int(self.prev_end_s * US)
+            trigger_us = batch_trigger_us(now_us, self.anchor_us, self.config.trigger_s, prev_end_us)
+            pending = self.schedule.count_due(trigger_us) - self.next_event
         if self.config.max_events_per_batch:  # the source's admission cap: the batch reads no more than that
             pending = min(pending, self.config.max_events_per_batch)
         # how long the oldest of them has waited: after a batch that overran its trigger, longer than one interval

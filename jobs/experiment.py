@@ -32,6 +32,7 @@ from jobs.recording.run_record import finish_run, open_run, record_configuration
 from jobs.recording.summary import slo_out_of_reach
 from jobs.stopping import RunStopped, StopSignals
 from jobs.spark_session import PACKAGES as PROJECT_PACKAGES, controller_spark_settings, package_code, start_spark, warm_up
+from jobs.trigger_grid import trigger_phase_s
 from params.units import US
 from workloads import Schedule
 
@@ -125,6 +126,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         show = (lambda row: None) if config.quiet else (lambda row: log(format_progress(row, ops)))
         processor = BatchProcessor(config, spark, schedule, loop, output / "sink", recorder, show, actuators,
                                    placement_factory)
+        processor.planned_file = output / "planned.json"  # the source writes what each batch reads as it plans it
         query = start_query(spark, config, schedule_state, processor, output, recorder.run_id)
         anchor_us = start_clock(query, processor, actuators, output / "anchor.json", config.lead_in_s)
         recorder.log_params({"trigger_phase_s": trigger_phase_s(anchor_us, config.trigger_s)})
@@ -194,6 +196,7 @@ def start_query(spark, config: RunConfig, schedule_state: str, processor: BatchP
         .option("spec", config.spec.to_json())
         .option("schedule_state", schedule_state)
         .option("anchor_file", str(output / "anchor.json"))
+        .option("planned_file", str(processor.planned_file))
         .option("partitions", str(config.source_partitions))
     )
     if config.max_events_per_batch:  # Spark's admission control: the source reads at most this many per batch
@@ -208,15 +211,6 @@ def start_query(spark, config: RunConfig, schedule_state: str, processor: BatchP
     )
     wait_until_ready(query)
     return query
-
-
-def trigger_phase_s(anchor_us: int, trigger_s: float) -> float:
-    """Where Spark's trigger grid falls on the run's clock: its ProcessingTimeExecutor fires at wall-clock multiples
-    of the interval, so the first grid point at or after time 0 is this far from it. It differs in every run (the
-    anchor is wherever start-up ended) and moves which events each batch reads; the plant replays a run at its own
-    phase (simulator.plant.PlantConfig.trigger_phase_s)."""
-    interval_us = round(trigger_s * US)
-    return ((-anchor_us) % interval_us) / US
 
 
 def start_clock(query, processor: BatchProcessor, actuators, anchor_file: Path, lead_in_s: float) -> int:

@@ -21,6 +21,8 @@ Options (all strings, as Spark passes them):
   anchor_us     schedule time 0 as epoch microseconds, if known when the query is defined
   anchor_file   or: a JSON file {"anchor_us": ...} that the job writes once the query is up; until it exists the
                 source reports no data. This keeps query start-up (seconds) out of the measured latencies.
+  planned_file  optional: a JSON file the source replaces with its answer to every trigger that plans a batch (the
+                batch's end offset), so the batch function knows what its batch reads before it runs
   partitions    number of read tasks per micro-batch (default 2)
   max_events_per_batch  optional admission cap (default: none, read everything due)
   first, stop   batch reads only: the range of event indices to read (default: the whole schedule)
@@ -35,6 +37,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+from jobs.trigger_grid import write_planned
 
 SOURCE_NAME = "workload_replay"
 SCHEMA = "event_id BIGINT, arrival_ts TIMESTAMP, key INT, payload BINARY"
@@ -117,6 +121,7 @@ class ReplayStreamReader(_ScheduleFromOptions, DataSourceStreamReader):
         self.anchor_file = options.get("anchor_file")
         if self.anchor_us is None and not self.anchor_file:
             raise ValueError("the replay source needs option 'anchor_us' or 'anchor_file'")
+        self.planned_file = options.get("planned_file")
         self.partitions_per_batch = max(1, int(options.get("partitions", "2")))
         cap = options.get("max_events_per_batch")
         self.max_events_per_batch = int(cap) if cap else None
@@ -148,6 +153,8 @@ class ReplayStreamReader(_ScheduleFromOptions, DataSourceStreamReader):
             due = min(due, begin + int(limit.max_rows))
         if due <= begin:
             return start
+        if self.planned_file:
+            write_planned(self.planned_file, due)
         return {OFFSET_KEY: due, ANCHOR_KEY: anchor}
 
     def partitions(self, start: dict, end: dict):

@@ -13,6 +13,9 @@ runs the same configuration on the same workload in the plant, and prints (1) pe
 per slot per second on both (capacity ÷ (degree × span), the span being the time since the previous iteration), and
 (2) the first iterations side by side. Where (1) agrees and (2) does not, the thresholds did not transfer because the
 charge each iteration sees differs (where a burst falls against the iteration's batches), not the capacity.
+
+The plant replays the run at the run's own trigger phase (where its time 0 fell on Spark's trigger grid, logged as
+param `trigger_phase_s` since stop 49); for an older run each noise seed draws one, as the plant does for any noisy run.
 """
 from __future__ import annotations
 

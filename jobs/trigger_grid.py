@@ -1,0 +1,54 @@
+"""What a micro-batch reads is fixed when Spark plans it: the source's answer at the trigger, and Spark's trigger grid
+on the run's clock (when a batch was planned, where the grid falls on the schedule).
+
+Spark's ProcessingTimeExecutor fires a query's triggers at wall-clock multiples of the interval; a batch that
+overran its trigger is followed at once, and the grid does not move. A trigger asks the source what is due
+(latestOffset), so what a batch reads is fixed at its trigger, a planning delay (0.1-0.25 s measured here) before the
+batch function runs. During a burst that delay matters: 100,000 ev/s arriving for 0.2 s are 20,000 events counted at
+the batch function's start that the batch does not read. So the source writes its answer to every trigger to a
+file (`write_planned`), and the batch function reads it (`read_planned`) for the count it sizes a batch for; the grid
+estimate is the fallback (a processor without the file).
+
+Times are microseconds: `anchor_us` the epoch microsecond of the run's time 0, the others on the run's clock.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from params.units import US
+
+
+def trigger_phase_s(anchor_us: int, trigger_s: float) -> float:
+    """Where the grid's first point at or after time 0 falls: different in every run (the anchor is wherever
+    start-up ended); it moves which events each batch reads, and the plant replays a run at its own phase
+    (simulator.plant.PlantConfig.trigger_phase_s)."""
+    interval_us = round(trigger_s * US)
+    return ((-anchor_us) % interval_us) / US
+
+
+def batch_trigger_us(now_us: int, anchor_us: int, trigger_s: float, prev_end_us: int | None) -> int:
+    """When Spark planned the batch whose function runs at `now_us`: the last grid point at or before now, or, if
+    the previous batch ended after it (an overrun: the next batch starts at once), that batch's end."""
+    interval_us = round(trigger_s * US)
+    grid_us = (now_us + anchor_us) // interval_us * interval_us - anchor_us
+    return grid_us if prev_end_us is None else max(grid_us, min(prev_end_us, now_us))
+
+
+def write_planned(path: str, events: int) -> None:
+    """The source's answer to a trigger (the batch's end offset, in events), replaced atomically: the batch function
+    never reads half of it."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump({"events": events, "at_us": time.time_ns() // 1000}, fh)
+    os.replace(tmp, path)
+
+
+def read_planned(path: str) -> int | None:
+    """The end offset the source last planned, or None when it has planned nothing yet (or the file is unreadable)."""
+    try:
+        with open(path) as fh:
+            return int(json.load(fh)["events"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
