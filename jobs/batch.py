@@ -103,7 +103,7 @@ class BatchProcessor:
         # what this batch reads is known before it runs: what the source planned at its trigger (counted now, a
         # burst's events due since then would be sized for but read by the next batch; jobs/trigger_grid.py)
         now_us = int(start * US) - self.anchor_us
-        planned = read_planned(str(self.planned_file)) if self.planned_file is not None else None
+        planned = read_planned(self.planned_file) if self.planned_file is not None else None
         if planned is not None and planned > self.next_event:
             pending = planned - self.next_event
         else:  # no file (a processor built without one): the events due at the trigger, as the grid places it

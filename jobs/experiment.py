@@ -196,9 +196,10 @@ def start_query(spark, config: RunConfig, schedule_state: str, processor: BatchP
         .option("spec", config.spec.to_json())
         .option("schedule_state", schedule_state)
         .option("anchor_file", str(output / "anchor.json"))
-        .option("planned_file", str(processor.planned_file))
         .option("partitions", str(config.source_partitions))
     )
+    if processor.planned_file is not None:  # the source tells the batch function what each batch reads
+        reader = reader.option("planned_file", str(processor.planned_file))
     if config.max_events_per_batch:  # Spark's admission control: the source reads at most this many per batch
         reader = reader.option("max_events_per_batch", str(config.max_events_per_batch))
     stream = reader.load()

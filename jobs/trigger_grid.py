@@ -36,7 +36,7 @@ def batch_trigger_us(now_us: int, anchor_us: int, trigger_s: float, prev_end_us:
     return grid_us if prev_end_us is None else max(grid_us, min(prev_end_us, now_us))
 
 
-def write_planned(path: str, events: int) -> None:
+def write_planned(path: str | os.PathLike, events: int) -> None:
     """The source's answer to a trigger (the batch's end offset, in events), replaced atomically: the batch function
     never reads half of it."""
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -45,7 +45,7 @@ def write_planned(path: str, events: int) -> None:
     os.replace(tmp, path)
 
 
-def read_planned(path: str) -> int | None:
+def read_planned(path: str | os.PathLike) -> int | None:
     """The end offset the source last planned, or None when it has planned nothing yet (or the file is unreadable)."""
     try:
         with open(path) as fh:

@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--noise-seeds", type=int, default=2)
     args = ap.parse_args(argv)
     from jobs.recording.recorder import default_tracking_uri
+    from jobs.recording.run_record import recorded_trigger_phase
     from workloads import Schedule, parse_workload
 
     tracking_uri = args.tracking_uri or default_tracking_uri()
@@ -171,8 +172,6 @@ def main(argv: list[str] | None = None) -> int:
         calibration = load_calibration(args.calibration, tracking_uri)
         plant = calibration.plant(OPS, NOISY.trigger_interval_s, NOISY.max_degree)
         note = f"the plant calibrated by {calibration.source}"
-    from jobs.recording.run_record import recorded_trigger_phase
-
     phase = recorded_trigger_phase(params)
     plant = replace(plant, trigger_phase_s=phase)  # the run's own (unrecorded before stop 49: one per noise seed)
     note += (f", the run's trigger phase {phase:.2f} s" if phase is not None else
