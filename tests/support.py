@@ -88,6 +88,20 @@ def run_cli_together(arg_lists, timeout=300):
         return done
 
 
+def only_run(mlflow_client, experiment):
+    """The one run an experiment holds (fails if it holds another number)."""
+    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name(experiment).experiment_id])
+    return run
+
+
+def artifact_table(mlflow_client, run, name, tmp_path):
+    """A run's table artifact (parquet or JSON lines) as a DataFrame."""
+    import pandas as pd
+
+    path = mlflow_client.download_artifacts(run.info.run_id, name, str(tmp_path))
+    return pd.read_parquet(path) if name.endswith(".parquet") else pd.read_json(path, lines=True)
+
+
 @pytest.fixture(scope="module")
 def standalone_cluster(tmp_path_factory):
     """A real Spark standalone master and two 1-core workers, as plain processes on loopback, stopped by the ids

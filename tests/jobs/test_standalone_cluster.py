@@ -1,15 +1,16 @@
 """The experiment job on a real Spark standalone cluster (master and workers as processes on this machine), and the
 cluster's own life cycle: workers added and removed with their start-up time measured, everything stopped by id.
 
-Two runs, each a JVM of its own: executors steered by a controller (one-core executors on one-core workers, a host
-added and released), and Spark's dynamic allocation as a peer. A third run that only showed the job finishing on the
-cluster's two workers proved nothing these two do not (they run there too, the first on three workers at once)."""
+Executors steered by a controller (one-core executors on one-core workers, a host added and released): a run whose
+scripted changes come at batch counts, so it runs alone (`timing`). The runs whose executors Spark's dynamic
+allocation or the multilevel controller chooses check what happened, not when: test_executor_choosers_on_cluster.py,
+with the other Spark modules."""
 import os
 import time
 
 import pytest
 
-from tests.support import run_cli
+from tests.support import artifact_table, only_run, run_cli
 
 # timing: the scripted scale-in needs >= 13 batches in 70 s, which a run sharing the 2 cores may not reach
 pytestmark = [pytest.mark.spark, pytest.mark.timing]
@@ -33,18 +34,6 @@ def test_workers_are_added_and_removed_by_the_ids_the_cluster_started(standalone
     assert name not in standalone_cluster.workers
 
 
-def _only_run(mlflow_client, experiment):
-    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name(experiment).experiment_id])
-    return run
-
-
-def _artifact_table(mlflow_client, run, name, tmp_path):
-    import pandas as pd
-
-    path = mlflow_client.download_artifacts(run.info.run_id, name, str(tmp_path))
-    return pd.read_parquet(path) if name.endswith(".parquet") else pd.read_json(path, lines=True)
-
-
 def test_executors_scale_1_3_1_mid_stream_with_a_host_added_and_released(standalone_cluster, tracking_uri,
                                                                           mlflow_client, tmp_path):
     """Process level under a controller: 1 -> 3 executors after batch 2 (one more core than the two 1-core workers
@@ -64,11 +53,11 @@ def test_executors_scale_1_3_1_mid_stream_with_a_host_added_and_released(standal
                     "--cluster-state", str(standalone_cluster.state_dir), "--tracking-uri", tracking_uri,
                     "--experiment", "it-executors", "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = _only_run(mlflow_client, "it-executors")
+    run = only_run(mlflow_client, "it-executors")
     m = run.data.metrics
     assert run.info.status == "FINISHED" and run.data.params["spark.master"] == standalone_cluster.master_url
     assert m["records_lost"] == 0 and m["records_duplicated"] == 0 and m["records_in"] == m["records_out"] > 0
-    batches = _artifact_table(mlflow_client, run, "batches.parquet", tmp_path).set_index("batch_id")
+    batches = artifact_table(mlflow_client, run, "batches.parquet", tmp_path).set_index("batch_id")
     # what the batches saw, for any failure below (a run that fell behind has fewer, longer batches)
     seen = batches[["time_s", "batch_duration_s", "executors", "next_executors"]].round(2).to_string()
     assert len(batches) > 12, f"the scripted scale-in after batch 12 needs 13 batches; the run had:\n{seen}"
@@ -91,68 +80,10 @@ def test_executors_scale_1_3_1_mid_stream_with_a_host_added_and_released(standal
     assert 1.0 <= m["host_provisioning_delay_s_max"] <= m["executor_provisioning_delay_s_max"]
     # the one record of decisions: each executor change is the outcome of the decision that asked for it, with
     # when it took effect and what Spark did; the worker the host actuator added is the same decision's outcome
-    decisions = _artifact_table(mlflow_client, run, "decisions.jsonl", tmp_path).set_index("batch_id")
+    decisions = artifact_table(mlflow_client, run, "decisions.jsonl", tmp_path).set_index("batch_id")
     executor_outcomes = [o for outs in decisions["outcomes"] for o in outs if o["actuator"] == "executors"]
     assert [o["measured"]["direction"] for o in executor_outcomes] == ["out", "in"]
     assert all(o["measured"]["complete"] and o["effective_s"] > o["requested_s"] for o in executor_outcomes)
     [added] = [o for o in decisions.loc[2, "outcomes"] if o["actuator"] == "hosts"]
     assert added["requested"] == {"add_workers": 1} and added["effective_s"] > added["requested_s"]
     assert len(standalone_cluster.alive_workers()) == 2, "the run leaves the cluster as it found it"
-
-
-def test_spark_dynamic_allocation_runs_as_a_peer_with_its_executors_recorded(standalone_cluster, tracking_uri,
-                                                                             mlflow_client, tmp_path):
-    proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "spark-dynamic-allocation",
-                    "--param", "max_executors=2", "--max-degree", "4", "--workload", "step", "--duration", "16",
-                    "--tracking-uri", tracking_uri, "--experiment", "it-dynamic-allocation",
-                    "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = _only_run(mlflow_client, "it-dynamic-allocation")
-    m = run.data.metrics
-    assert run.info.status == "FINISHED" and run.data.params["spark.master"] == standalone_cluster.master_url
-    assert m["records_lost"] == 0 and m["records_duplicated"] == 0 and m["records_in"] == m["records_out"] > 0
-    assert run.data.params["spark.conf.spark.dynamicAllocation.enabled"] == "true"
-    assert m["executor_changes"] == 0, "Spark decides, not a controller of ours"
-    assert 1 <= m["executors_mean"] <= m["executors_max"] <= 2
-    batches = _artifact_table(mlflow_client, run, "batches.parquet", tmp_path)
-    assert batches["executors"].notna().all() and (batches["degree_enrich"] == 4).all()
-    assert (batches["executor_cores"] == batches["executors"]).all(), "one-core executors on one-core workers"
-
-
-def test_multilevel_moves_to_the_table_row_with_more_executors_when_the_load_steps_up(standalone_cluster, tracking_uri,
-                                                                                       mlflow_client, tmp_path):
-    """Phase C end to end: a table file (two rows: one executor at degree 1 up to 800 ev/s, two with enrich at 2
-    beyond), a light load that steps from 300 to 1,500 ev/s at 16 s on zero-cost operators. The controller starts on
-    the first row, takes the second at the step (its executor added through Spark's API) and keeps it: the 30 s
-    stabilisation outlasts the run. No record lost or duplicated; the table's origin is recorded with the run."""
-    import json
-
-    ops = ("parse", "enrich", "aggregate", "sink")
-    table = tmp_path / "table.json"
-    table.write_text(json.dumps({"operators": list(ops), "query": "topology:zero-cost", "rows": [
-        {"rate_eps": 800, "degrees": {op: 1 for op in ops}, "executors": 1},
-        {"rate_eps": 5000, "degrees": {**{op: 1 for op in ops}, "enrich": 2}, "executors": 2, "level": "executors",
-         "delay_s": 5.0}]}))
-    workload = tmp_path / "stepping.yaml"
-    workload.write_text("name: stepping\nprofile: step\nparams: {low: 300, high: 1500, at_s: 16}\nduration_s: 40\n"
-                        "seed: 1\nkeys: {count: 100}\npayload_bytes: 32\n")
-    proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "multilevel",
-                    "--param", f"table={table}", "--workload", str(workload), "--topology", "zero-cost",
-                    "--tracking-uri", tracking_uri, "--experiment", "it-multilevel",
-                    "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = _only_run(mlflow_client, "it-multilevel")
-    m = run.data.metrics
-    assert run.info.status == "FINISHED" and run.data.params["controller.table"] == str(table)
-    assert run.data.params["multilevel.table_source"] == f"table file {table}"
-    assert m["records_lost"] == 0 and m["records_duplicated"] == 0 and m["records_in"] == m["records_out"] > 0
-    batches = _artifact_table(mlflow_client, run, "batches.parquet", tmp_path).set_index("batch_id")
-    seen = batches[["time_s", "offered_rate", "executors", "next_executors", "degree_enrich"]].round(2).to_string()
-    assert batches["executors"].iloc[0] == 1 and batches.loc[batches["time_s"] < 14, "next_executors"].max() == 1, seen
-    assert batches["next_executors"].iloc[-1] == 2 and m["executor_changes"] == 1, f"{m}\n{seen}"
-    # the row's degrees once its second executor has registered (on a loaded machine that can take 25 s: the run
-    # may end before; until then the degrees stay within the one slot there is)
-    registered = batches.index[batches["executors"] == 2]
-    assert (batches.loc[batches.index > (registered[0] if len(registered) else batches.index[-1]),
-                        "degree_enrich"] == 2).all(), seen
-    assert (batches.loc[batches["executors"] == 1, "degree_enrich"] == 1).all(), seen

@@ -1,0 +1,67 @@
+"""Executors chosen on a real Spark standalone cluster by something other than a script: Spark's own dynamic
+allocation as a peer, and the multilevel controller moving to a table row with more executors. Their checks are on
+what happened (records, executors recorded, which row was taken), not on how many batches ran by when, so they run
+with the other Spark modules; the cluster's life cycle and the scripted 1-3-1 run are test_standalone_cluster.py."""
+import pytest
+
+from tests.support import artifact_table, only_run, run_cli
+
+pytestmark = pytest.mark.spark
+
+
+def test_spark_dynamic_allocation_runs_as_a_peer_with_its_executors_recorded(standalone_cluster, tracking_uri,
+                                                                             mlflow_client, tmp_path):
+    proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "spark-dynamic-allocation",
+                    "--param", "max_executors=2", "--max-degree", "4", "--workload", "step", "--duration", "16",
+                    "--tracking-uri", tracking_uri, "--experiment", "it-dynamic-allocation",
+                    "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = only_run(mlflow_client, "it-dynamic-allocation")
+    m = run.data.metrics
+    assert run.info.status == "FINISHED" and run.data.params["spark.master"] == standalone_cluster.master_url
+    assert m["records_lost"] == 0 and m["records_duplicated"] == 0 and m["records_in"] == m["records_out"] > 0
+    assert run.data.params["spark.conf.spark.dynamicAllocation.enabled"] == "true"
+    assert m["executor_changes"] == 0, "Spark decides, not a controller of ours"
+    assert 1 <= m["executors_mean"] <= m["executors_max"] <= 2
+    batches = artifact_table(mlflow_client, run, "batches.parquet", tmp_path)
+    assert batches["executors"].notna().all() and (batches["degree_enrich"] == 4).all()
+    assert (batches["executor_cores"] == batches["executors"]).all(), "one-core executors on one-core workers"
+
+
+def test_multilevel_moves_to_the_table_row_with_more_executors_when_the_load_steps_up(standalone_cluster, tracking_uri,
+                                                                                       mlflow_client, tmp_path):
+    """Phase C end to end: a table file (two rows: one executor at degree 1 up to 800 ev/s, two with enrich at 2
+    beyond), a light load that steps from 300 to 1,500 ev/s at 16 s on zero-cost operators. The controller starts on
+    the first row, takes the second at the step (its executor added through Spark's API) and keeps it: the 30 s
+    stabilisation outlasts the run. No record lost or duplicated; the table's origin is recorded with the run."""
+    import json
+
+    ops = ("parse", "enrich", "aggregate", "sink")
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"operators": list(ops), "query": "topology:zero-cost", "rows": [
+        {"rate_eps": 800, "degrees": {op: 1 for op in ops}, "executors": 1},
+        {"rate_eps": 5000, "degrees": {**{op: 1 for op in ops}, "enrich": 2}, "executors": 2, "level": "executors",
+         "delay_s": 5.0}]}))
+    workload = tmp_path / "stepping.yaml"
+    workload.write_text("name: stepping\nprofile: step\nparams: {low: 300, high: 1500, at_s: 16}\nduration_s: 40\n"
+                        "seed: 1\nkeys: {count: 100}\npayload_bytes: 32\n")
+    proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "multilevel",
+                    "--param", f"table={table}", "--workload", str(workload), "--topology", "zero-cost",
+                    "--tracking-uri", tracking_uri, "--experiment", "it-multilevel",
+                    "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = only_run(mlflow_client, "it-multilevel")
+    m = run.data.metrics
+    assert run.info.status == "FINISHED" and run.data.params["controller.table"] == str(table)
+    assert run.data.params["multilevel.table_source"] == f"table file {table}"
+    assert m["records_lost"] == 0 and m["records_duplicated"] == 0 and m["records_in"] == m["records_out"] > 0
+    batches = artifact_table(mlflow_client, run, "batches.parquet", tmp_path).set_index("batch_id")
+    seen = batches[["time_s", "offered_rate", "executors", "next_executors", "degree_enrich"]].round(2).to_string()
+    assert batches["executors"].iloc[0] == 1 and batches.loc[batches["time_s"] < 14, "next_executors"].max() == 1, seen
+    assert batches["next_executors"].iloc[-1] == 2 and m["executor_changes"] == 1, f"{m}\n{seen}"
+    # the row's degrees once its second executor has registered (on a loaded machine that can take 25 s: the run
+    # may end before; until then the degrees stay within the one slot there is)
+    registered = batches.index[batches["executors"] == 2]
+    assert (batches.loc[batches.index > (registered[0] if len(registered) else batches.index[-1]),
+                        "degree_enrich"] == 2).all(), seen
+    assert (batches.loc[batches["executors"] == 1, "degree_enrich"] == 1).all(), seen
