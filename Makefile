@@ -7,6 +7,12 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt | cksum
 
 .PHONY: setup demo test bench faults reproduce mlflow-ui airflow airflow-stop clean
 
+# Python's own default, restored for everything run from here: each module is compiled once and its bytecode kept
+# (__pycache__, git-ignored). Where the environment forbids that (PYTHONDONTWRITEBYTECODE=1, as on this project's CI
+# machines), every interpreter the tests and the demo start (the jobs, Airflow's task runs, Spark's Python workers)
+# compiled every module it imported from source: 6.5 s instead of 2.1 s to import the job's modules, measured.
+unexport PYTHONDONTWRITEBYTECODE
+
 # --no-compile: pip would byte-compile every installed module (Airflow, MLflow, PySpark: 89 s of a 55 s install
 # measured here); Python compiles the few it imports on first use instead.
 $(STAMP): requirements.txt constraints.txt
