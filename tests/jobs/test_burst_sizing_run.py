@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from mlflow.artifacts import download_artifacts
 
-from tests.support import run_cli
+from tests.support import artifact_table, only_run, run_cli
 
 pytestmark = pytest.mark.spark
 
@@ -31,7 +31,7 @@ def run_spikes(param, experiment, tracking_uri, mlflow_client, tmp_path):
                     "--workload", str(spikes(tmp_path)), "--tracking-uri", tracking_uri, "--experiment", experiment,
                     "--output-dir", str(tmp_path / "job"), "--quiet"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name(experiment).experiment_id])
+    run = only_run(mlflow_client, experiment)
     m = run.data.metrics
     assert run.info.status == "FINISHED" and m["records_lost"] == 0 and m["records_duplicated"] == 0
     decisions = [json.loads(line) for line in open(download_artifacts(
@@ -44,8 +44,7 @@ def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_ur
     bursts = [d for d in decisions if d["reason"].startswith("at batch start: burst") and d["changed"]]
     assert bursts, [d["reason"] for d in decisions]
     assert m["batch_start_actions"] == len(bursts)
-    batches = pd.read_parquet(download_artifacts(run_id=run.info.run_id, artifact_path="batches.parquet",
-                                                 tracking_uri=tracking_uri)).set_index("batch_id")
+    batches = artifact_table(mlflow_client, run, "batches.parquet", tmp_path).set_index("batch_id")
     # the largest of them: one of the spikes (on a slow start, a batch of the base load whose oldest event has
     # already waited most of the SLO is sized too, and may come first)
     burst = max(bursts, key=lambda d: d["details"]["guard.burst_pending"])

@@ -3,11 +3,10 @@ itself refuses a batch where one did not), moves take effect at the next batch, 
 and the output stays exactly once."""
 import json
 
-import pandas as pd
 import pytest
 from mlflow.artifacts import download_artifacts
 
-from tests.support import run_cli
+from tests.support import artifact_table, only_run, run_cli
 
 pytestmark = pytest.mark.spark
 
@@ -24,7 +23,7 @@ def test_key_groups_move_between_partitions_live_and_nothing_is_lost(tracking_ur
                     "--tracking-uri", tracking_uri, "--experiment", "it-placement",
                     "--output-dir", str(tmp_path / "job"), "--quiet"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("it-placement").experiment_id])
+    run = only_run(mlflow_client, "it-placement")
     m = run.data.metrics
     assert run.info.status == "FINISHED" and m["records_lost"] == 0 and m["records_duplicated"] == 0
     assert run.data.tags["placement"] == "sousa-random:round_s=2,seed=3"
@@ -37,8 +36,7 @@ def test_key_groups_move_between_partitions_live_and_nothing_is_lost(tracking_ur
     moves = [mv for e in log for mv in e.get("moves", [])]
     assert moves and m["placement_moves"] == len(moves)
     assert all(0 <= mv["to"] < 3 and mv["from"] != mv["to"] for mv in moves)
-    batches = pd.read_parquet(download_artifacts(run_id=run.info.run_id, artifact_path="batches.parquet",
-                                                 tracking_uri=tracking_uri))
+    batches = artifact_table(mlflow_client, run, "batches.parquet", tmp_path)
     assert {"placement_moves", "slowest_partition_s"} <= set(batches.columns)
     assert m["keyed_max_task_s_mean"] == pytest.approx(batches["max_task_s_aggregate"].mean())
     assert m["keyed_max_task_s_p95"] == pytest.approx(batches["max_task_s_aggregate"].quantile(0.95))

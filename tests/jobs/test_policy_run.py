@@ -5,7 +5,7 @@ import json
 
 from mlflow.artifacts import download_artifacts
 
-from tests.support import run_cli
+from tests.support import only_run, run_cli
 
 # timing: the rule must act between 20 s and 40 s; a run sharing the cores falls behind sooner
 pytestmark = [pytest.mark.spark, pytest.mark.timing]
@@ -29,7 +29,7 @@ def test_a_policy_file_scales_out_at_the_first_peak_on_spark(tracking_uri, mlflo
                     "--topology", "seep-mu10", "--tracking-uri", tracking_uri, "--experiment", "it-policy",
                     "--output-dir", str(tmp_path / "job")])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("it-policy").experiment_id])
+    run = only_run(mlflow_client, "it-policy")
     assert run.info.status == "FINISHED"
     assert run.data.params["policy.name"] == "t5-scale-out" and run.data.params["policy.rules"] == "1"
     assert run.data.metrics["records_lost"] == 0 and run.data.metrics["records_duplicated"] == 0
