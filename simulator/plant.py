@@ -66,8 +66,15 @@ class PlantConfig:
     # the schedule time of the trigger grid's first point, in [0, trigger_interval_s); None: drawn per noisy run
     # from its seed (0 for a run without noise). A replay of a Spark run sets the run's own (simulator_fidelity).
     trigger_phase_s: float | None = 0.0
+    # a batch run at other degrees than the batch before it takes this fraction longer (0: the model as before).
+    # On Spark such a batch plans a new shuffle layout and starts tasks it has not run: the fidelity study found the
+    # batches just after a degree change 8.5 % longer than the model says where steady ones of the same size were
+    # 3.3 % shorter (docs/benchmarks.md), and a burst batch sized for 2.94 s ran 3.19 s (docs/bursty.md)
+    change_slowdown: float = 0.0
 
     def __post_init__(self):
+        if self.change_slowdown < 0:
+            raise ValueError(f"change_slowdown must be >= 0, got {self.change_slowdown}")
         if self.trigger_phase_s is not None and not 0 <= self.trigger_phase_s < self.trigger_interval_s:
             raise ValueError(f"trigger_phase_s must be in [0, trigger_interval_s = {self.trigger_interval_s}), "
                              f"got {self.trigger_phase_s}")
@@ -150,6 +157,7 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
     if names != loop.controller.operators:
         raise ValueError(f"controller operators {loop.controller.operators} do not match the plant's {names}")
     degrees = dict(loop.degrees)
+    previous_degrees = degrees  # the degrees of the batch before (a change costs change_slowdown)
     read = 0
     noise = _Noise(config, noise_seed)
     interval = config.trigger_interval_s
@@ -199,6 +207,9 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
         if config.stage_overhead_s:  # counted only where it costs something: this runs for every simulated batch
             fixed += config.stage_overhead_s * extra_stages(config.operators, degrees, config.chaining)
         duration = fixed * noise.overhead() + span_total
+        if config.change_slowdown and batch_id > 0 and degrees != previous_degrees:
+            duration *= 1.0 + config.change_slowdown
+        previous_degrees = dict(degrees)
         end = t + duration
         latencies = end - arrived_s
         read = due

@@ -272,6 +272,7 @@ def test_with_guards_off_no_guard_is_consulted():
     ({"min_degree": 5, "parallel_slots": 4}, "min_degree (5) must be <= parallel_slots (4)"),
     ({"min_degree": 9}, "min_degree (9) must be <= max_degree (8)"),
     ({"min_gain": 1.5}, "parameter 'min_gain' must be <= 1.0"),
+    ({"burst_headroom": -0.1}, "parameter 'burst_headroom' must be >= 0.0"),
     ({"load_change": 0}, "parameter 'load_change' must be > 0.0"),
     ({"excluded_periods": "60-30"}, "parameter 'excluded_periods': window 60-30 must have 0 <= start < end"),
     ({"excluded_periods": "soon"}, "parameter 'excluded_periods': expected 'start-end' windows"),
@@ -389,6 +390,33 @@ def test_a_batch_that_would_overrun_is_sized_for_what_it_reads_when_it_starts():
     from jobs.recording.summary import oscillations
 
     assert sum(r.changed for r in loop.log) == 2 and oscillations(loop.log) == 0
+
+
+def test_burst_headroom_sizes_a_raised_vector_to_fit_the_budget_with_that_margin():
+    """A batch at changed degrees runs longer than the last batch's costs predict: with a headroom h, the raised
+    vector's predicted time times (1 + h) must fit the budget, so the raise is at least as large and its predicted
+    time leaves the margin; a batch that fits at the current vector (no change, no margin needed) is left alone."""
+    _, loop = _steady_ds2(burst_headroom=0)
+    plain = loop.at_batch_start(2, 6.5, 20000)
+    plain_s = loop.log[-1].details["guard.burst_predicted_s"]
+    _, loop = _steady_ds2(burst_headroom=0.3)
+    wider = loop.at_batch_start(2, 6.5, 20000)
+    d = loop.log[-1].details
+    assert d["guard.burst_headroom"] == 0.3 and "headroom 30%" in loop.log[-1].reason
+    assert d["guard.burst_predicted_s"] * 1.3 <= d["guard.burst_budget_s"] < plain_s * 1.3
+    assert all(wider[op] >= plain[op] for op in OPS) and sum(wider.values()) > sum(plain.values())
+    # 7,000 events at the vector the last batch ran at: 0.3 + 3.5 x 0.7 = 2.75 s fits the 3 s budget, and without
+    # a change no margin is needed; the same batch at a vector the last review changed (enrich 2 where the last batch
+    # ran at 1) is predicted shorter but must fit with the margin, and is raised
+    ones, changed = {op: 1 for op in OPS}, {op: 1 for op in OPS} | {"enrich": 2}
+    ds2, _ = _steady_ds2(burst_headroom=0.3)
+    assert ds2.guards.batch_start(7000, ones, T) is None
+    raised = ds2.guards.batch_start(7000, changed, T)
+    assert raised is not None and sum(raised.degrees.values()) > sum(changed.values())
+    assert raised.details["guard.burst_predicted_current_s"] <= 3.0 < raised.details[
+        "guard.burst_predicted_current_s"] * 1.3
+    ds2, _ = _steady_ds2(burst_headroom=0)
+    assert ds2.guards.batch_start(7000, changed, T) is None  # no headroom: the stop-50 sizing
 
 
 def test_burst_hold_keeps_the_burst_vector_until_no_batch_has_needed_it_for_that_long():

@@ -165,3 +165,21 @@ def test_a_noisy_run_draws_its_trigger_phase_from_its_seed_unless_it_is_set():
 def test_a_trigger_phase_outside_the_interval_is_refused():
     with pytest.raises(ValueError, match=r"trigger_phase_s must be in \[0, trigger_interval_s = 2.0\), got 2.0"):
         chain([("parse", 0.0)], trigger_interval_s=2.0, trigger_phase_s=2.0)
+
+
+def test_a_batch_at_changed_degrees_runs_longer_by_the_change_slowdown_and_only_that_one():
+    """Spark's batches just after a degree change run longer than steady ones of the same size (a new shuffle
+    layout, new tasks): the plant charges `change_slowdown` on those batches alone."""
+    changes = {"changes": {3: {"enrich": 2}, 6: {"enrich": 1}}}
+
+    def durations(slowdown):
+        loop = ControlLoop(build_controller("scripted", changes, OPS, 8))
+        run = simulate(replace(PLANT, change_slowdown=slowdown), ConstantArrivals(1000, 20), loop, 20)
+        return [b.snapshot.batch_duration_s for b in run.batches]
+
+    plain, slowed = durations(0.0), durations(0.25)
+    changed = {4, 7}  # the batches after the two scripted changes, the way up and the way down
+    for i, (a, b) in enumerate(zip(plain, slowed)):
+        assert b == pytest.approx(a * 1.25 if i in changed else a), i
+    with pytest.raises(ValueError, match=r"change_slowdown must be >= 0, got -0.1"):
+        replace(PLANT, change_slowdown=-0.1)
