@@ -29,8 +29,9 @@ demo: setup  ## run the demo experiment (3 controller variants x 60 s on local S
 # (--dist loadfile: a module's runs are made once). Then the `timing` modules, which check how many batches ran or
 # when an action came, run without another Spark run beside them; their runs are mostly light loads that leave a
 # core idle, so the tests that need no Spark run meanwhile at the lowest CPU priority (nice 19: the kernel gives them
-# what the timing runs leave). Those print their output when both are done, keep their temporary folders outside the
-# repository as a test's tmp_path always is (left in place when one failed), and stop if the target is interrupted.
+# what the timing runs leave), two at a time to take idle time on either core. Those print their output when both
+# are done, keep their temporary folders outside the repository as a test's tmp_path always is (left in place when
+# one failed), and stop if the target is interrupted.
 # Every group always runs; the target fails if any did. The first group is CPU-bound (both cores busy throughout,
 # measured): its Spark drivers run with the JVM's quick (C1) compiler only, which a run of seconds mostly spends
 # compiling for (a 6 s run: 39 CPU-seconds instead of 55, measured); the timing runs keep the JVM's defaults, as users
@@ -40,7 +41,7 @@ test: setup  ## run the test suite (unit + integration on real local Spark, Airf
 	SPARK_SUBMIT_OPTS="$${SPARK_SUBMIT_OPTS:--XX:TieredStopAtLevel=1}" \
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "spark and not timing"; spark=$$?; \
 	base=$$(mktemp -d); \
-	nice -n 19 $(BIN)/python -m pytest -m "not spark" -p no:cacheprovider --basetemp=$$base/tmp \
+	nice -n 19 $(BIN)/python -m pytest -n 2 --dist loadfile -m "not spark" -p no:cacheprovider --basetemp=$$base/tmp \
 		> .local/test-no-spark.log 2>&1 & no_spark_pid=$$!; \
 	trap 'kill $$no_spark_pid 2>/dev/null' INT TERM; \
 	$(BIN)/python -m pytest -m timing; timing=$$?; \
