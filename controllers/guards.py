@@ -219,9 +219,10 @@ GUARD_PARAMS: dict[str, Param] = {
                                       "needed it for this long (0: back after the burst batch). The price of a "
                                       "change, paid in held slots: for engines where a change restarts the job",
                           0.0, search_when=("guards", True), search=SearchRange(0.0, 180.0)),
-    "burst_headroom": Param(float, BURST_HEADROOM, "guards: burst sizing fits a raised vector's predicted batch "
-                                                   "time times (1 + this) into the budget: a batch at changed "
-                                                   "degrees runs longer than the last batch's costs predict",
+    "burst_headroom": Param(float, BURST_HEADROOM, "guards: burst sizing fits a batch at changed degrees (a raise, "
+                                                   "or the vector the last review set) into the budget with this "
+                                                   "share of its predicted time to spare: such a batch runs longer "
+                                                   "than the last batch's costs predict",
                             0.0, 1.0, search_when=("guards", True), search=SearchRange(0.0, 0.3)),
     "burst_wait_aware": Param(bool, True, "guards: burst sizing's budget is also at most the SLO less how long the "
                                           "oldest waiting event has waited (after a batch that overran its trigger)",
