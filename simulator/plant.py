@@ -207,9 +207,10 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
         if config.stage_overhead_s:  # counted only where it costs something: this runs for every simulated batch
             fixed += config.stage_overhead_s * extra_stages(config.operators, degrees, config.chaining)
         duration = fixed * noise.overhead() + span_total
-        if config.change_slowdown and batch_id > 0 and degrees != previous_degrees:
-            duration *= 1.0 + config.change_slowdown
-        previous_degrees = dict(degrees)
+        if config.change_slowdown:  # only where it is charged: this runs for every simulated batch
+            if batch_id > 0 and degrees != previous_degrees:
+                duration *= 1.0 + config.change_slowdown
+            previous_degrees = dict(degrees)
         end = t + duration
         latencies = end - arrived_s
         read = due

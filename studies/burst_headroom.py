@@ -28,11 +28,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from analysis.stats import bootstrap_mean
-from simulator.evaluate import simulate_configuration
 from studies.burst_wait_budget import NOISY
-from studies.guards_simulated import SLO_LATENCY_S, oracle_params, study_cases
-from studies.settle_actions import CATALOGUE
+from studies.guards_simulated import interval_cell, oracle_params, study_cases
+from studies.settle_actions import CATALOGUE, measure
 
 SLOWDOWNS = (0.0, 0.085, 0.13)
 HEADROOMS = (0.0, 0.05, 0.10, 0.15)
@@ -52,23 +50,12 @@ def _case(args: tuple[str, float, int]) -> dict[tuple[str, float], tuple[float, 
     arrivals = _schedules()[name]
     plant = dataclasses.replace(NOISY, change_slowdown=slowdown)
 
-    def measure(controller: str, params: dict, knows: bool = False) -> tuple[float, float, float]:
-        runs = [simulate_configuration(controller, params, arrivals, plant, slo_latency_s=SLO_LATENCY_S,
-                                       knows_schedule=knows, noise_seed=n) for n in range(noise_seeds)]
-        return (float(np.mean([r.scaling_actions for r in runs])), float(np.mean([r.slo_attainment for r in runs])),
-                float(np.mean([r.cost_slot_seconds for r in runs])))
-
-    out = {("oracle", 0.0): measure("oracle", oracle_params(plant), knows=True)}
+    out = {("oracle", 0.0): measure("oracle", oracle_params(plant), arrivals, noise_seeds, knows=True, plant=plant)}
     for controller in CONTROLLERS:
         for headroom in HEADROOMS:
-            actions, slo, cost = measure(controller, {"burst_headroom": headroom})
+            actions, slo, cost = measure(controller, {"burst_headroom": headroom}, arrivals, noise_seeds, plant=plant)
             out[(controller, headroom)] = (actions, slo, cost / out[("oracle", 0.0)][2])
     return out
-
-
-def _interval(values: list[float], fmt: str) -> str:
-    iv = bootstrap_mean(values)
-    return f"{iv.mean:{fmt}} [{iv.low:{fmt}}, {iv.high:{fmt}}]"
 
 
 def tables(noise_seeds: int, workers: int) -> tuple[str, list[str]]:
@@ -92,9 +79,9 @@ def tables(noise_seeds: int, workers: int) -> tuple[str, list[str]]:
                 ratio = [r[2] for r, _ in rows]
                 cost_vs = [r[2] / base[2] for r, base in rows]
                 worse = sum(p < -1.0 for p in points)
-                lines.append(f"| {controller} | {headroom:.2f} | {np.mean(slo):.1f} | {_interval(points, '+.2f')} | "
-                             f"{np.mean(ratio):.2f} | {_interval(cost_vs, '.3f')} | "
-                             f"{np.mean([r[0] for r, _ in rows]):.1f} | {worse} |")
+                lines.append(f"| {controller} | {headroom:.2f} | {np.mean(slo):.1f} | "
+                             f"{interval_cell(points, '+.2f')} | {np.mean(ratio):.2f} | "
+                             f"{interval_cell(cost_vs, '.3f')} | {np.mean([r[0] for r, _ in rows]):.1f} | {worse} |")
         lines.append("")
         lines += ["Per case, DS2 (SLO % at headroom 0 → 0.10; cost ÷ oracle 0 → 0.10; the oracle's SLO %):", "",
                   "| case | oracle SLO % | SLO % | cost ÷ oracle |", "|---|---|---|---|"]

@@ -150,7 +150,8 @@ def study_cases(catalogue: Sequence[str], source: str) -> tuple[list[tuple[str, 
     return found, skipped
 
 
-def _cell(values: list[float], fmt: str) -> str:
+def interval_cell(values: list[float], fmt: str) -> str:
+    """'mean [low, high]': the mean and its 95 % bootstrap interval."""
     iv = bootstrap_mean(values)
     return f"{iv.mean:{fmt}} [{iv.low:{fmt}}, {iv.high:{fmt}}]"
 
@@ -172,11 +173,11 @@ def table(seeds: tuple[int, ...] = (1, 2, 3)) -> tuple[str, list[str]]:
                 rows.append((controller, label,
                              [run_once(controller, guards, arrivals[seed], params) for seed in seeds]))
         for controller, guards, runs in rows:
+            ratios = [r.cost_slot_s / oracle[seed].cost_slot_s for r, seed in zip(runs, seeds)]
             lines.append(f"| {workload} | {controller} | {guards} | "
-                         f"{_cell([r.actions for r in runs], '.1f')} | "
-                         f"{_cell([100 * r.slo_attainment for r in runs], '.1f')} | "
-                         f"{_cell([r.cost_slot_s for r in runs], '.0f')} | "
-                         f"{_cell([r.cost_slot_s / oracle[seed].cost_slot_s for r, seed in zip(runs, seeds)], '.2f')} |")
+                         f"{interval_cell([r.actions for r in runs], '.1f')} | "
+                         f"{interval_cell([100 * r.slo_attainment for r in runs], '.1f')} | "
+                         f"{interval_cell([r.cost_slot_s for r in runs], '.0f')} | {interval_cell(ratios, '.2f')} |")
     return "\n".join(lines), skipped
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from controllers import ControlLoop, RunContext, build_controller
 from simulator.evaluate import simulate_configuration
-from simulator.plant import simulate
+from simulator.plant import PlantConfig, simulate
 from studies.burst_wait_budget import NOISY
 from studies.guards_simulated import PLANT, SLO_LATENCY_S, oracle_params, study_cases
 from workloads import Schedule
@@ -43,10 +43,10 @@ CONFIGURATIONS = (PUBLISHED, ("ds2 (default guards)", "ds2", {}), ("ds2:settle=t
 ACTIONS_CUT, COST_CAP, SLO_SLACK = 0.5, 1.6, 0.05
 
 
-def measure(controller: str, params: dict, arrivals: Schedule, noise_seeds: int, knows: bool = False
-            ) -> tuple[float, float, float]:
+def measure(controller: str, params: dict, arrivals: Schedule, noise_seeds: int, knows: bool = False,
+            plant: PlantConfig = NOISY) -> tuple[float, float, float]:
     """(mean actions, mean SLO attainment, mean cost in slot-seconds) over the noisy runs."""
-    runs = [simulate_configuration(controller, params, arrivals, NOISY, slo_latency_s=SLO_LATENCY_S,
+    runs = [simulate_configuration(controller, params, arrivals, plant, slo_latency_s=SLO_LATENCY_S,
                                    knows_schedule=knows, noise_seed=n) for n in range(noise_seeds)]
     return (float(np.mean([r.scaling_actions for r in runs])), float(np.mean([r.slo_attainment for r in runs])),
             float(np.mean([r.cost_slot_seconds for r in runs])))
