@@ -18,6 +18,8 @@ standard deviation of the batch overhead over the batches, and per operator that
 The first batch is left out of both (it pays Spark's one-time start: JIT, Python workers, first shuffle); they are
 written under the YAML's `calibration:` section (with where and when it was measured), not among the oracle's
 parameters (the oracle plans on the medians; jobs.run reads the same file and leaves the section to the simulator).
+So is the change slowdown: how much longer a batch runs right after its degrees changed (fit_change_slowdown; the
+sweep changes the vector every third batch, so a third of the batches show it).
 """
 from __future__ import annotations
 
@@ -139,6 +141,39 @@ def fit_noise(batches: pd.DataFrame, operators: Sequence[str], costs: dict[str, 
     return {"batch_overhead_sigma": overhead_sigma, "service_sigma": service_sigma}
 
 
+def fit_change_slowdown(batches: pd.DataFrame, operators: Sequence[str], costs: dict[str, Any], slots: int = 4,
+                        chaining: bool = True) -> float:
+    """How much longer a batch runs when its degrees differ from the batch before's (the plant's change_slowdown).
+
+    Paired within each stretch of batches at one vector: the first batch's measured ÷ modelled time over the median
+    of the same ratio for the stretch's later batches; the median over the stretches, less 1, never below 0. Paired,
+    because the model's error depends on the vector (on this machine measured ÷ modelled ran from 0.65 at every
+    operator at 8 to 0.95 at 1) and the load ramps, and both cancel within a stretch. Modelled as the simulator
+    models a batch: the fixed costs plus each operator's span (fit_noise). The run's first stretch is left out
+    (Spark's one-time start, and no change before it). 0 when the batches do not record their degrees or fewer than
+    3 stretches follow a change: it cannot be seen then.
+
+    Why measured: on Spark such a batch plans a new shuffle layout and starts tasks it has not run before, and burst
+    sizing (controllers/guards.py) sizes exactly those batches; the plant charged a slowdown only where a study set
+    one (8.5-13 %, read off the fidelity study's runs)."""
+    if any(f"degree_{op}" not in batches for op in operators):
+        return 0.0
+    ordered = batches.sort_values("batch_id") if "batch_id" in batches else batches
+    vectors = ordered[[f"degree_{op}" for op in operators]].to_numpy()
+    stretch = np.r_[0, np.cumsum((vectors[1:] != vectors[:-1]).any(axis=1))]
+    modelled = costs["batch_overhead_s"] + costs.get("stage_overhead_s", 0.0) * batch_extra_stages(
+        ordered, operators, costs.get("keyed", {}), chaining)
+    for op in operators:
+        tasks = ordered[f"tasks_{op}"].to_numpy(float).clip(min=1)
+        records = ordered[f"records_in_{op}"].to_numpy(float)
+        work = records * costs["service_s"][op] / tasks + costs["task_overhead_s"]
+        modelled = modelled + (records > 0) * (np.ceil(tasks / slots) * work + tasks * costs.get("task_launch_s", 0.0))
+    ratio = ordered["batch_duration_s"].to_numpy(float) / modelled
+    paired = [ratio[stretch == k][0] / np.median(ratio[stretch == k][1:])
+              for k in range(1, stretch[-1] + 1) if (stretch == k).sum() >= 2]
+    return max(0.0, float(np.median(paired)) - 1.0) if len(paired) >= 3 else 0.0
+
+
 def _number(value: float) -> str:
     """6 significant digits that YAML reads back as a float: '1e-05' is a string to YAML 1.1, '1.0e-05' a float."""
     text = f"{value:.6g}"
@@ -218,14 +253,16 @@ def calibrate(master: str, trigger_s: float, max_degree: int, degree: int | Sequ
     keyed = {op.name: op.keyed for op in config.topo.operators}
     costs = fit_costs(batches, config.topo.names, slots, keyed, config.chain_operators)
     noise = fit_noise(batches, config.topo.names, costs, slots, config.chain_operators)
+    slowdown = fit_change_slowdown(batches, config.topo.names, costs, slots, config.chain_operators)
     params = {**costs, "slots": slots, "calibration_run": result["run_id"]}
     out.parent.mkdir(parents=True, exist_ok=True)
     measured = {"master": run.data.params.get("spark.master.effective", master), "at": run.info.start_time / 1000}
     out.write_text(yaml.safe_dump({"controller": "oracle", "params": params,
-                                   "calibration": {"noise": noise, "measured": measured}}, sort_keys=False))
+                                   "calibration": {"noise": noise, "change_slowdown": slowdown,
+                                                   "measured": measured}}, sort_keys=False))
     client.log_artifact(result["run_id"], str(out), "calibration")
     client.set_tag(result["run_id"], "calibration.variant", variant(params)[:5000])
-    for key, value in {**costs, **{f"noise.{k}": v for k, v in noise.items()}}.items():
+    for key, value in {**costs, **{f"noise.{k}": v for k, v in noise.items()}, "change_slowdown": slowdown}.items():
         if isinstance(value, dict):
             for op, v in value.items():
                 client.log_param(result["run_id"], f"calibration.{key}.{op}", f"{v:.6g}")
@@ -267,8 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(params, indent=1))
-    noise = yaml.safe_load(args.out.read_text())["calibration"]["noise"]
-    print(f"noise, the log-scale spreads the simulator draws with: {json.dumps(noise)}")
+    section = yaml.safe_load(args.out.read_text())["calibration"]
+    print(f"noise, the log-scale spreads the simulator draws with: {json.dumps(section['noise'])}")
+    print(f"a batch right after a degree change runs {section['change_slowdown']:.1%} longer (the simulator's "
+          f"change_slowdown)")
     print(f"oracle config written to {args.out}: python -m jobs.run --controller-config {args.out} ...")
     print(f"as a suite variant: {variant(params)}")
     return 0

@@ -44,6 +44,9 @@ class Calibration:
     # plant is then deterministic, and a study says so (its params record the spreads it used)
     batch_overhead_sigma: float = 0.0
     service_sigma: Mapping[str, float] = field(default_factory=dict)
+    # how much longer a batch runs right after its degrees changed (jobs.calibrate.fit_change_slowdown; the plant's
+    # change_slowdown); absent in a calibration made before it was measured: 0, the plant as it was
+    change_slowdown: float = 0.0
     # where and when it was measured (jobs.calibrate's `measured:`, or the calibration run's params): costs hold for
     # one master on one machine, and drift (the same machine's batch overhead was 0.42-0.75 s on different days)
     master: str = ""
@@ -95,12 +98,16 @@ class Calibration:
         # jobs.calibrate's `calibration:` section (the first files of 2026-11-26 had its keys at the top level)
         extra = raw.get("calibration", raw) if isinstance(raw, Mapping) else {}
         extra = extra if isinstance(extra, Mapping) else {}
-        noise, measured = extra.get("noise"), extra.get("measured")
+        noise, measured, slowdown = extra.get("noise"), extra.get("measured"), extra.get("change_slowdown", 0.0)
         if isinstance(raw, Mapping) and isinstance(raw.get("params"), Mapping):
             raw = raw["params"]
         if not isinstance(raw, Mapping):
             raise CalibrationError(f"{path}: expected the mapping jobs.calibrate writes, got {type(raw).__name__}")
         calibration = cls.from_params(raw, source=str(path))
+        if not _is_number(slowdown):
+            raise CalibrationError(f"{path}: field 'change_slowdown' must be a number >= 0 (how much longer a batch "
+                                   f"runs right after a degree change), got {slowdown!r}")
+        calibration = replace(calibration, change_slowdown=float(slowdown))
         if isinstance(measured, Mapping):
             at = measured.get("at")
             calibration = replace(calibration, master=str(measured.get("master") or ""),
@@ -154,6 +161,7 @@ class Calibration:
                            stage_overhead_s=self.stage_overhead_s, chaining=chaining,
                            batch_overhead_sigma=self.batch_overhead_sigma,
                            service_sigma={op: self.service_sigma.get(op, 0.0) for op in operators},
+                           change_slowdown=self.change_slowdown,
                            trigger_phase_s=None)  # as on Spark: each (noisy) run at a phase of its own
 
     def oracle_params(self) -> dict[str, Any]:

@@ -58,13 +58,13 @@ def _case(args: tuple[str, float, int]) -> dict[tuple[str, float], tuple[float, 
     return out
 
 
-def tables(noise_seeds: int, workers: int) -> tuple[str, list[str]]:
+def tables(noise_seeds: int, workers: int, slowdowns: tuple[float, ...] = SLOWDOWNS) -> tuple[str, list[str]]:
     found, skipped = study_cases(CATALOGUE, "studies.burst_headroom")
     names = [name for name, _ in found]
-    jobs = [(name, slowdown, noise_seeds) for slowdown in SLOWDOWNS for name in names]
+    jobs = [(name, slowdown, noise_seeds) for slowdown in slowdowns for name in names]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(_case, jobs))
-    by_plant = {slowdown: results[i * len(names):(i + 1) * len(names)] for i, slowdown in enumerate(SLOWDOWNS)}
+    by_plant = {slowdown: results[i * len(names):(i + 1) * len(names)] for i, slowdown in enumerate(slowdowns)}
     lines = []
     for slowdown, cases in by_plant.items():
         lines += [f"### change_slowdown {slowdown:g} ({len(cases)} cases, {noise_seeds} noisy runs each)", "",
@@ -97,8 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m studies.burst_headroom", description=__doc__.split("\n")[0])
     parser.add_argument("--noise-seeds", type=int, default=3, help="noisy plant runs per case and setting (3)")
     parser.add_argument("--workers", type=int, default=2, help="processes (2: this machine's cores)")
+    parser.add_argument("--slowdowns", type=lambda text: tuple(float(x) for x in text.split(",")), default=SLOWDOWNS,
+                        help="the plant's change_slowdown values, comma-separated (0,0.085,0.13; jobs.calibrate "
+                             "measures this machine's)")
     args = parser.parse_args(argv)
-    text, skipped = tables(args.noise_seeds, args.workers)
+    text, skipped = tables(args.noise_seeds, args.workers, args.slowdowns)
     print(text)
     for line in skipped:
         print(line, file=sys.stderr)

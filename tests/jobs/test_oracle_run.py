@@ -55,6 +55,7 @@ def test_calibrate_then_run_the_oracle(tracking_uri, mlflow_client, tmp_path, ca
     config = yaml.safe_load(out.read_text())
     params = config["params"]
     assert config["controller"] == "oracle" and set(params["service_s"]) == set(OPS)
+    assert config["calibration"]["change_slowdown"] >= 0, "the sweep's changes show how long a changed batch runs"
     # enrich waits 150 us per record by design: the fit must see it as by far the most expensive operator
     assert params["service_s"]["enrich"] > 1e-4 and params["service_s"]["enrich"] == max(params["service_s"].values())
     calibration = mlflow_client.get_run(params["calibration_run"])

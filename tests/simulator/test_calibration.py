@@ -54,3 +54,15 @@ def test_a_calibration_file_carries_the_noise_into_the_plant_and_names_a_bad_spr
     path.write_text(yaml.safe_dump({"params": CALIBRATION, "calibration": {"noise": {"service_sigma": {"enrich": -1}}}}))
     with pytest.raises(CalibrationError, match=r"c.yaml: field 'noise.service_sigma\['enrich'\]' must be a number >= 0"):
         Calibration.from_file(path)
+
+
+def test_a_calibration_file_carries_the_change_slowdown_into_the_plant_and_names_a_bad_one(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"params": CALIBRATION, "calibration": {"change_slowdown": 0.09}}))
+    assert Calibration.from_file(path).plant(OPS, 2.0, 8).change_slowdown == 0.09
+    path.write_text(yaml.safe_dump({"params": CALIBRATION}))
+    assert Calibration.from_file(path).plant(OPS, 2.0, 8).change_slowdown == 0.0, "made before it was measured"
+    for bad in (-0.1, "fast", True):
+        path.write_text(yaml.safe_dump({"params": CALIBRATION, "calibration": {"change_slowdown": bad}}))
+        with pytest.raises(CalibrationError, match=r"c.yaml: field 'change_slowdown' must be a number >= 0"):
+            Calibration.from_file(path)
