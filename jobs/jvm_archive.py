@@ -1,9 +1,10 @@
 """A class-data-sharing (CDS) archive of the classes a Spark driver loads, so that a run's JVM maps them from one file
 instead of reading, verifying and linking some 16,000 classes from PySpark's jars at every start.
 
-Why: on 2 cores a short run's fixed cost is mostly its driver JVM starting. A 4-s run of the job took 22-24
-CPU-seconds with the archive against 32 without, and 24-27 s of wall time against 33 (both with the JIT at C1 as
-`make test` runs Spark; measured 2026-11-28, docs/benchmarks.md). Every Spark test pays that start. The archive only
+Why: on 2 cores a short run's fixed cost is mostly its driver JVM starting. A 4-s run of the job kept the machine
+busy for 20.6 CPU-seconds with the archive against 26.3 without, and took 23.9 s against 28.3 (medians of 3
+alternating rounds, JIT at C1 as `make test` runs Spark; `python -m benchmarks.jvm_start`, docs/benchmarks.md).
+Every Spark test pays that start. The archive only
 changes where the JVM gets its classes from, not what a run does; a JVM that cannot use it (another JDK or PySpark
 than the archive was built for, another classpath) loads its classes as usual and says nothing (`-Xshare:auto`, the
 JVM's default).
@@ -17,7 +18,8 @@ SPARK_PRINT_LAUNCH_COMMAND).
 
 `python -m jobs.jvm_archive` builds the archive if there is none and prints the JVM options that use it, for
 SPARK_SUBMIT_OPTS (`make test` does this). Where none can be built (no Java, a classpath with a space) it prints
-nothing and says why on stderr: runs then start as they always did.
+nothing and says why on stderr: runs then start as they always did. A new archive replaces the ones built for a
+JDK or PySpark no longer installed (each is about 165 MB).
 """
 from __future__ import annotations
 
@@ -60,6 +62,9 @@ def archive_key(java_version: str, jar_names: list[str]) -> str:
 
 
 def archive_path(folder: Path = DEFAULT_DIR) -> Path:
+    folder = folder.resolve()
+    if any(c.isspace() for c in str(folder)):  # SPARK_SUBMIT_OPTS is split at spaces: the option would break the JVM
+        raise ArchiveUnavailable(f"its folder has a space in its path ({folder}): give --folder a path without one")
     java = java_binary()
     if java is None:
         raise ArchiveUnavailable("no java found (JAVA_HOME or PATH): Spark cannot run here either")
@@ -110,7 +115,13 @@ def build(archive: Path, timeout_s: float = 600) -> Path:
         # when the group is empty
         proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
-        _, err = proc.communicate(timeout=timeout_s)
+        try:
+            _, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            partial.unlink(missing_ok=True)
+            raise ArchiveUnavailable(f"the run that loads the driver's classes took over {timeout_s:g} s; stopped")
         wait_for_group(proc.pid, timeout_s)
     launch = [line for line in err.splitlines() if line.startswith(LAUNCH_PREFIX)]
     if proc.returncode != 0 or not launch:
@@ -122,6 +133,9 @@ def build(archive: Path, timeout_s: float = 600) -> Path:
         partial.unlink(missing_ok=True)
         raise ArchiveUnavailable(f"the JVM wrote no archive it can map: {(check.stdout + check.stderr)[-1500:]}")
     partial.rename(archive)
+    for older in archive.parent.glob("spark-driver-*.jsa"):  # built for a JDK or PySpark no longer installed
+        if older != archive:
+            older.unlink()
     return archive
 
 

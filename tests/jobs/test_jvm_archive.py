@@ -49,6 +49,12 @@ def test_without_java_it_prints_no_options_and_says_why(monkeypatch, tmp_path, c
     assert out == "" and "no java found" in err and not any(tmp_path.iterdir())
 
 
+def test_a_folder_with_a_space_gives_no_archive_since_the_jvm_option_would_be_split(tmp_path, capsys):
+    assert jvm_archive.main(["--folder", str(tmp_path / "my archives")]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "space" in err and not (tmp_path / "my archives").exists()
+
+
 @pytest.mark.spark
 def test_the_archive_make_test_gives_is_the_one_a_pyspark_driver_maps(tmp_path):
     """-Xshare:on: a JVM that cannot map the archive (another JDK, a classpath that does not match) refuses to start
