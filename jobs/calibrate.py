@@ -118,6 +118,15 @@ def _log_sd(ratios: np.ndarray) -> float:
     return float(np.std(np.log(ratios), ddof=1)) if len(ratios) >= 3 else 0.0
 
 
+def modelled_span(batches: pd.DataFrame, op: str, costs: dict[str, Any], slots: int) -> np.ndarray:
+    """An operator's span per batch as the plant models it: its work in waves of `slots` tasks plus the tasks'
+    launches (0 where it read nothing)."""
+    tasks = batches[f"tasks_{op}"].to_numpy(float).clip(min=1)
+    records = batches[f"records_in_{op}"].to_numpy(float)
+    work = records * costs["service_s"][op] / tasks + costs["task_overhead_s"]
+    return (records > 0) * (np.ceil(tasks / slots) * work + tasks * costs.get("task_launch_s", 0.0))
+
+
 def fit_noise(batches: pd.DataFrame, operators: Sequence[str], costs: dict[str, Any], slots: int = 4,
               chaining: bool = True) -> dict[str, Any]:
     """The spreads of the simulator's noise (module docstring), from the same batches as `costs`."""
@@ -132,9 +141,7 @@ def fit_noise(batches: pd.DataFrame, operators: Sequence[str], costs: dict[str, 
     service_sigma = {}
     for op in operators:  # on the span, the time the plant draws around (work in waves plus the tasks' launches)
         rows = steady[steady[f"records_in_{op}"] > 0]
-        tasks = rows[f"tasks_{op}"].to_numpy(float)
-        work = rows[f"records_in_{op}"].to_numpy(float) * costs["service_s"][op] / tasks + costs["task_overhead_s"]
-        modelled = np.ceil(tasks / slots) * work + tasks * costs.get("task_launch_s", 0.0)
+        modelled = modelled_span(rows, op, costs, slots)
         span = rows[f"span_s_{op}"].to_numpy(float)
         keep = (span > MIN_SECONDS) & (modelled > MIN_SPAN_S)
         service_sigma[op] = _log_sd(span[keep] / modelled[keep])
@@ -164,10 +171,7 @@ def fit_change_slowdown(batches: pd.DataFrame, operators: Sequence[str], costs: 
     modelled = costs["batch_overhead_s"] + costs.get("stage_overhead_s", 0.0) * batch_extra_stages(
         ordered, operators, costs.get("keyed", {}), chaining)
     for op in operators:
-        tasks = ordered[f"tasks_{op}"].to_numpy(float).clip(min=1)
-        records = ordered[f"records_in_{op}"].to_numpy(float)
-        work = records * costs["service_s"][op] / tasks + costs["task_overhead_s"]
-        modelled = modelled + (records > 0) * (np.ceil(tasks / slots) * work + tasks * costs.get("task_launch_s", 0.0))
+        modelled = modelled + modelled_span(ordered, op, costs, slots)
     ratio = ordered["batch_duration_s"].to_numpy(float) / modelled
     paired = [ratio[stretch == k][0] / np.median(ratio[stretch == k][1:])
               for k in range(1, stretch[-1] + 1) if (stretch == k).sum() >= 2]
