@@ -1,4 +1,4 @@
-"""The class-data-sharing archive of a Spark driver's classes (jobs/jvm_archive.py): what its build reads from Spark's
+"""The class-data-sharing archive of a Spark driver's classes (jobs/jvm_archive.py): what its check reads from Spark's
 launch command, what its name depends on, that no Java means no archive rather than a failure, and that the archive
 `make test` gives its Spark runs is the one their drivers map."""
 import os
@@ -20,7 +20,7 @@ LAUNCH = ("Spark Command: /usr/lib/jvm/java-17/bin/java -cp /v/pyspark/conf:/v/p
 
 def test_the_check_takes_the_launchers_classpath_and_added_modules_and_nothing_after_the_main_class():
     assert classpath_options(LAUNCH) == ["-cp", "/v/pyspark/conf:/v/pyspark/jars/slf4j-api.jar:/v/pyspark/jars/*",
-                                    "--add-modules=jdk.incubator.vector"]
+                                         "--add-modules=jdk.incubator.vector"]
 
 
 @pytest.mark.parametrize("command, why", [
