@@ -1,4 +1,5 @@
-"""What a run's start costs with and without the class-data-sharing archive of the driver's classes (jobs/jvm_archive.py).
+"""What a run's start costs with and without the class-data-sharing archive of the driver's classes
+(jobs/jvm_archive.py).
 
     python -m benchmarks.jvm_start [--rounds 3] [--jit c1|default]
 
@@ -21,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from jobs.jvm_archive import REPO_ROOT, archive_path, build, jvm_options
+from jobs.jvm_archive import REPO_ROOT, archive_path, build, jvm_options, short_run
 
 C1 = "-XX:TieredStopAtLevel=1"
 
@@ -34,11 +35,9 @@ def busy_cpu_s() -> float:
 
 def one_run(folder: Path, jvm_opts: str) -> tuple[float, float]:
     env = {**os.environ, "SPARK_SUBMIT_OPTS": jvm_opts}
-    cmd = [sys.executable, "-m", "jobs.run", "--controller", "static", "--workload", "constant", "--duration", "4",
-           "--quiet", "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}", "--experiment", "jvm-start",
-           "--output-dir", str(folder / "job")]
     cpu, wall = busy_cpu_s(), time.monotonic()
-    done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(short_run(folder, "jvm-start"), cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
     wall, cpu = time.monotonic() - wall, busy_cpu_s() - cpu
     if done.returncode != 0:
         raise SystemExit(f"a run failed:\n{done.stderr[-2000:]}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import subprocess
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from params.declare import ParamError, flag
 from params.run import RUN_SETTINGS
 from jobs.errors import InputError  # noqa: F401 (re-exported: callers import it from here)
 from jobs.paths import OUTPUT_MARKER, first_existing
+from jobs.recording.machine import java_binary
 from jobs.recording.tracking_check import check_tracking_store
 from jobs.topology import Topology, TopologyError, load_topology
 from queries.api import Query
@@ -319,7 +319,7 @@ def _check_writable(name: str, path: Path) -> None:
 def check_java() -> None:
     """Spark needs a JVM; say so plainly instead of letting the gateway fail with a Java stack trace."""
     java_home = os.environ.get("JAVA_HOME")
-    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    java = java_binary()
     if not java or not Path(java).exists():
         where = f"JAVA_HOME={java_home}" if java_home else "PATH"
         raise InputError(f"Java not found (looked in {where}); install Java 17 and/or set JAVA_HOME")

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from jobs.recording.machine import java_binary
 from jobs.recording.recorder import LOCAL_STATE, REPO_ROOT
 
 DEFAULT_DIR = LOCAL_STATE / "jvm"
@@ -43,14 +43,6 @@ MAIN_CLASS = "org.apache.spark.deploy.SparkSubmit"
 
 class ArchiveUnavailable(RuntimeError):
     """No archive can be built here; the message says why."""
-
-
-def java_binary() -> str | None:
-    """The java Spark's launcher runs (bin/spark-class): $JAVA_HOME/bin/java, else java on the PATH."""
-    home = os.environ.get("JAVA_HOME")
-    if home and Path(home, "bin", "java").exists():
-        return str(Path(home, "bin", "java"))
-    return shutil.which("java")
 
 
 def archive_key(java_version: str, jar_names: list[str]) -> str:
@@ -66,7 +58,7 @@ def archive_path(folder: Path = DEFAULT_DIR) -> Path:
     if any(c.isspace() for c in str(folder)):  # SPARK_SUBMIT_OPTS is split at spaces: the option would break the JVM
         raise ArchiveUnavailable(f"its folder has a space in its path ({folder}): give --folder a path without one")
     java = java_binary()
-    if java is None:
+    if java is None or not Path(java).exists():
         raise ArchiveUnavailable("no java found (JAVA_HOME or PATH): Spark cannot run here either")
     version = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
     import pyspark
@@ -97,6 +89,14 @@ def classpath_options(launch_command: str) -> list[str]:
     return ["-cp", classpath, *(w for w in words if w.startswith("--add-modules"))]
 
 
+def short_run(folder: Path, experiment: str) -> list[str]:
+    """The command of a 4-s run of the job (static controller, the `constant` workload) with its own MLflow store and
+    output in `folder`: what the archive is built from, and what benchmarks.jvm_start times."""
+    return [sys.executable, "-m", "jobs.run", "--controller", "static", "--workload", "constant", "--duration", "4",
+            "--quiet", "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}", "--experiment", experiment,
+            "--output-dir", str(folder / "job")]
+
+
 def build(archive: Path, timeout_s: float = 600) -> Path:
     """Run the job for 4 s with the JVM writing the classes it loaded to the archive as it exits (a dynamic archive,
     on top of the JDK's own), to a temporary name kept only once a JVM has mapped it."""
@@ -108,9 +108,7 @@ def build(archive: Path, timeout_s: float = 600) -> Path:
         folder = Path(tmp)
         opts = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -XX:ArchiveClassesAtExit={partial}".strip()
         env = {**os.environ, "SPARK_PRINT_LAUNCH_COMMAND": "1", "SPARK_SUBMIT_OPTS": opts}
-        cmd = [sys.executable, "-m", "jobs.run", "--controller", "static", "--workload", "constant", "--duration",
-               "4", "--quiet", "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}", "--experiment", "jvm-archive",
-               "--output-dir", str(folder / "job")]
+        cmd = short_run(folder, "jvm-archive")
         # its own process group: the driver JVM writes the archive after the job's Python has exited, and is done
         # when the group is empty
         proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -35,10 +36,17 @@ def _os_name() -> str:
     return platform.platform()
 
 
+def java_binary() -> str | None:
+    """The java Spark's launcher runs (bin/spark-class): $JAVA_HOME/bin/java when JAVA_HOME is set (whether or not it
+    is there), else java on the PATH; None when neither names one."""
+    java_home = os.environ.get("JAVA_HOME")
+    return str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+
+
 def _java_version() -> str:
-    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else "java"
+    java = java_binary() or "java"
     try:
-        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=20)
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20)
         first = (out.stderr or out.stdout).strip().splitlines()
         return first[0].replace('"', "") if first else "unknown"
     except (OSError, subprocess.TimeoutExpired):
