@@ -31,6 +31,7 @@ def format_summary(schedule: Schedule) -> str:
     for stream in spec.streams[:3]:
         source = (f"trace {stream.trace.ref} [{stream.trace.start_s:g}, {stream.trace.start_s + stream.trace.length_s:g})"
                   f" s x{1 / stream.trace.compression:g} time, x{stream.trace.rate_scale:g} rate"
+                  + (f" (for a mean of {stream.trace.mean_rate:g} ev/s)" if stream.trace.mean_rate else "")
                   if stream.trace else f"profile {stream.profile} {dict(stream.params)}")
         keys = ("one per machine (the rows' own)" if stream.trace and stream.trace.records
                 else f"{stream.keys.count} {stream.keys.distribution}")
