@@ -6,6 +6,7 @@ import pytest
 from analysis.suite import Case, SuiteError, SuiteRequest, parse_variant
 from jobs.recording.recorder import REPO_ROOT
 from params.run import RUN_SETTINGS
+from workloads.spec import load_workload
 
 
 def test_a_valid_request_expands_to_cases_and_job_arguments():
@@ -140,6 +141,14 @@ def test_the_bursty_suite_in_the_repository_is_valid():
     assert set(predictors.variants) == {"autoscale", "autoscale:predictor=registry",
                                         "autoscale:predictor=registry,predictor_alias=conservative"}
     assert (predictors.slo_latency_s, predictors.duration_s) == (request.slo_latency_s, request.duration_s)
+    # the held-out traces: other workloads, the same rule and judgement, each one replaying 2,000 ev/s on average
+    heldout = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty_heldout.yaml")
+    assert heldout.include_oracle and not set(heldout.workloads) & set(request.workloads)
+    assert (heldout.slo_latency_s, heldout.slo_target, heldout.duration_s, heldout.seeds) == \
+        (request.slo_latency_s, request.slo_target, request.duration_s, request.seeds)
+    for name in heldout.workloads:
+        spec = load_workload(name)
+        assert spec.streams[0].trace.mean_rate == 2000 and spec.duration_s == request.duration_s
 
 
 def test_the_demo_runs_a_suite_file_or_part_of_it(tmp_path):
