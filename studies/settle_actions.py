@@ -3,6 +3,7 @@ plant, over every bursty workload the project has (no Spark).
 
     python -m studies.settle_actions                 # the markdown table, ~1 min
     python -m studies.settle_actions --noise-seeds 5
+    python -m studies.settle_actions --suite suites/bursty_heldout.yaml   # the held-out traces alone
 
 Why: issue #21 asks DS2 with guards for at most 1.6x the oracle's cost *and* at least 50 % fewer scaling actions than
 DS2 without guards. The default guards meet bursts with a raise and a return (two actions per burst) and take more
@@ -25,9 +26,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+from analysis.suite import SuiteRequest
 from controllers import ControlLoop, RunContext, build_controller
 from simulator.evaluate import simulate_configuration
 from simulator.plant import PlantConfig, simulate
@@ -52,8 +55,12 @@ def measure(controller: str, params: dict, arrivals: Schedule, noise_seeds: int,
             float(np.mean([r.cost_slot_seconds for r in runs])))
 
 
-def table(noise_seeds: int) -> tuple[str, list[str]]:
-    found, skipped = study_cases(CATALOGUE, "studies.settle_actions")
+def table(noise_seeds: int, catalogue: tuple[str, ...] | None = None) -> tuple[str, list[str]]:
+    """The table over the study's cases, or over the catalogue workloads given (a suite's, at seed 1) alone."""
+    found, skipped = study_cases(CATALOGUE if catalogue is None else catalogue, "studies.settle_actions")
+    if catalogue is not None:
+        found = [(name, arrivals) for name, arrivals in found if name in catalogue]
+        skipped = [line for line in skipped if line.split(":")[0] in catalogue]
     labels = [label for label, _, _ in CONFIGURATIONS]
     lines = ["| workload | oracle SLO % | " + " | ".join(f"`{label}`: actions / SLO % / ÷ oracle" for label in labels)
              + " |", "|---|---|" + "---|" * len(labels)]
@@ -112,13 +119,16 @@ def decision_cost(arrivals: Schedule, runs: int = 3) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--noise-seeds", type=int, default=2, help="noisy runs per case (2)")
+    parser.add_argument("--suite", help="the workloads of this suite file alone (e.g. suites/bursty_heldout.yaml, "
+                                        "the traces no setting was chosen on), instead of the study's cases")
     args = parser.parse_args(argv)
-    text, skipped = table(args.noise_seeds)
+    suite = tuple(SuiteRequest.from_file(Path(args.suite)).workloads) if args.suite else None
+    text, skipped = table(args.noise_seeds, suite)
     found, _ = study_cases(("bursty-google-tasks",), "studies.settle_actions")
     print(f"Plant: the guard study's, with noise; SLO latency {SLO_LATENCY_S:g} s; {args.noise_seeds} noise seeds per "
           f"case; the oracle on the same noisy runs.\n")
     print("\n".join([text, *skipped]))
-    if found and found[-1][0] == "bursty-google-tasks":
+    if found and found[-1][0] == "bursty-google-tasks" and not args.suite:
         print(f"\nOn bursty-google-tasks, {decision_cost(found[-1][1])}")
     return 0
 
