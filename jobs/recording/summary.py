@@ -153,7 +153,8 @@ def summarise(
         "batch_start_actions": sum(1 for d in decisions if d.changed and d.reason.startswith(AT_BATCH_START)),
         "rejected_decisions": sum(1 for d in decisions if not d.accepted),
         # a controller that knows it cannot meet the objective at the maximum degrees says so (the oracle does)
-        "infeasible_decisions": sum(1 for d in decisions if d.reason.startswith(INFEASIBLE)),
+        "infeasible_decisions": sum(1 for d in decisions
+                                    if d.reason.removeprefix(f"{AT_BATCH_START}: ").startswith(INFEASIBLE)),
         "oscillations": oscillations(decisions),
         "reconfiguration_delay_batches_mean": float(np.mean(delays)) if delays else None,
         "reconfiguration_delay_batches_max": float(max(delays)) if delays else None,

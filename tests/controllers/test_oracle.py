@@ -105,3 +105,36 @@ def test_an_oracle_without_calibrated_costs_is_rejected():
     with pytest.raises(ConfigError, match=r"service_s\['enrich'\] must be of type float, got 'fast'"):
         build_controller("oracle", {"service_s": {"parse": 1e-5, "enrich": "fast", "aggregate": 1e-5,
                                                   "sink": 1e-5}}, OPS, 8)
+
+
+def test_after_an_idle_stretch_the_oracle_sizes_the_batch_that_starts_with_the_burst(tmp_path):
+    """Spark runs no batch while nothing arrives, so the batch after an idle stretch starts when a burst does, not at
+    the trigger the decision after the last batch planned for (which read nothing: degree 1 everywhere). The
+    oracle plans again as that batch starts, and keeps every event within the SLO where planning after batches
+    alone (the oracle before stop 53) meets the burst at degree 1."""
+    from workloads import Schedule
+    from workloads.spec import parse_workload
+
+    trace = tmp_path / "rate.csv"  # 10 s at 1000 ev/s, 20 s idle, one second of 12,000 events, idle to the end
+    trace.write_text("t_seconds,events\n" + "".join(f"{t},{1000 if t < 10 else 12000 if t == 30 else 0}\n"
+                                                   for t in range(60)))
+    schedule = lambda: Schedule(parse_workload({"name": "on-off", "trace": {"path": str(trace)}, "seed": 1}))  # noqa
+    plant = PlantConfig(MODELS, trigger_interval_s=2.0, slots=4, batch_overhead_s=0.05, max_degree=8)
+    params = {"service_s": {m.name: m.service_s for m in MODELS}, "selectivity": {"aggregate": 0.25},
+              "batch_overhead_s": 0.05, "task_overhead_s": 0.002, "slots": 4, "headroom": 1.0}
+
+    def run(plans_at_batch_start: bool):
+        oracle = build_controller("oracle", params, OPS, 8)
+        if not plans_at_batch_start:
+            oracle.at_batch_start = lambda *args, **kwargs: None
+        oracle.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, schedule=schedule()))
+        loop = ControlLoop(oracle)
+        return simulate(plant, schedule(), loop, 60), loop
+
+    sized, loop = run(True)
+    assert sized.latencies().max() <= 5.0
+    burst = [d for d in loop.log if d.changed and 30 <= d.time_s < 34]
+    assert burst and burst[0].reason.startswith("at batch start: least-cost vector; this batch reads 12000 events")
+    assert burst[0].after["enrich"] > 1
+    unsized, _ = run(False)
+    assert unsized.latencies().max() > 5.0  # the same oracle, planning after batches only
