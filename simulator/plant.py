@@ -170,14 +170,22 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
     executors = loop.executors  # None: not managed, the plant's fixed slots
     coming: list[tuple[float, int]] = []  # (registered at, count) of executors asked for
     core_seconds = 0.0
+    idle_s, ran_slots, ran_cores = 0.0, 0, 0  # triggers skipped since the last batch; what that batch held
     while True:
         due = arrivals.count_due(int(t * US))
         if t >= duration_s and read >= arrivals.total_events:
             break
         n = due - read
         if n == 0:  # Spark skips a trigger with no new data
-            t = _next_trigger(t, noise.phase_s, interval)
+            idle_to = _next_trigger(t, noise.phase_s, interval)
+            idle_s += idle_to - t
+            t = idle_to
             continue
+        # the run is charged from one batch's start to the next's at the degrees the first ran with
+        # (jobs/recording/run_record.py: interval_in_force_s), idle triggers between them included
+        slot_seconds += ran_slots * idle_s
+        core_seconds += ran_cores * idle_s
+        idle_s = 0.0
         # a controller may resize the batch now that it knows what the batch reads (guards' burst sizing)
         if executors is not None:
             executors = max([executors] + [c for at, c in coming if at <= t])
@@ -237,6 +245,7 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
         next_start = max(end, _next_trigger(t, noise.phase_s, interval))
         slot_seconds += sum(degrees.values()) * (next_start - t)
         core_seconds += (executors or 0) * (next_start - t)
+        ran_slots, ran_cores = sum(degrees.values()), executors or 0
         degrees = loop.step(snapshot)
         if executors is not None and loop.executors is not None:
             target = loop.executors

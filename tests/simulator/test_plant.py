@@ -183,3 +183,22 @@ def test_a_batch_at_changed_degrees_runs_longer_by_the_change_slowdown_and_only_
         assert b == pytest.approx(a * 1.25 if i in changed else a), i
     with pytest.raises(ValueError, match=r"change_slowdown must be >= 0, got -0.1"):
         replace(PLANT, change_slowdown=-0.1)
+
+
+def test_an_idle_stretch_is_charged_as_a_spark_run_charges_it(tmp_path):
+    """A Spark run is charged from one batch's start to the next's at the degrees the first ran with
+    (jobs/recording/run_record.py: interval_in_force_s), so the triggers skipped for want of data between two batches
+    are paid for; the plant charges the same, where it used to charge a batch only up to the next trigger."""
+    from workloads import Schedule
+    from workloads.spec import parse_workload
+
+    trace = tmp_path / "rate.csv"  # 6 s at 500 ev/s, 20 s silent, one second of 500 events, silent to the end
+    trace.write_text("t_seconds,events\n" + "".join(f"{t},{500 if t < 6 or t == 26 else 0}\n" for t in range(40)))
+    arrivals = Schedule(parse_workload({"name": "on-off", "trace": {"path": str(trace)}, "seed": 1}))
+    degrees = {"parse": 1, "enrich": 3, "aggregate": 2, "sink": 1}
+    run = simulate(PLANT, arrivals, ControlLoop(build_controller("static", {"degrees": degrees}, OPS, 8)), 40)
+    starts = [b.start_s for b in run.batches]
+    assert max(np.diff(starts)) > 15  # the silence: no batch for 20 s
+    last = run.batches[-1]
+    tail = max(last.end_s, starts[-1] + PLANT.trigger_interval_s) - starts[-1]  # the last batch: to its next trigger
+    assert run.slot_seconds == pytest.approx(7 * (starts[-1] - starts[0] + tail))
