@@ -185,7 +185,7 @@ class OracleController(Controller):
         the next trigger, but Spark runs no batch while nothing arrives: after an idle stretch the next batch starts
         when the events do, reading a burst the plan knew nothing of (on the on/off Azure code trace the oracle met
         such bursts at degree 1 and kept 15 % of events within the SLO where the guards, sizing at the batch start,
-        kept 40 %). Here the start is known, so the bound holds there too."""
+        kept 40 %). Here the start is known, so the plan is for the batch that runs."""
         planned, details, feasible = self.plan(time_s, self._read, self.trigger_s)
         if planned == dict(degrees):
             return None
