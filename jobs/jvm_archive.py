@@ -120,12 +120,16 @@ def build(archive: Path, timeout_s: float = 600) -> Path:
             proc.wait()
             partial.unlink(missing_ok=True)
             raise ArchiveUnavailable(f"the run that loads the driver's classes took over {timeout_s:g} s; stopped")
-        wait_for_group(proc.pid, timeout_s)
+        try:
+            wait_for_group(proc.pid, timeout_s)
+        except ArchiveUnavailable:
+            partial.unlink(missing_ok=True)
+            raise
     launch = [line for line in err.splitlines() if line.startswith(LAUNCH_PREFIX)]
     if proc.returncode != 0 or not launch:
         partial.unlink(missing_ok=True)
         raise ArchiveUnavailable(f"the run that loads the driver's classes failed: {err[-1500:]}")
-    check = subprocess.run([java, "-Xshare:on", f"-XX:SharedArchiveFile={partial}", *classpath_options(launch[0]),
+    check = subprocess.run([java, "-Xshare:on", jvm_options(partial), *classpath_options(launch[0]),
                             "-version"], capture_output=True, text=True, timeout=60)
     if check.returncode != 0 or not partial.exists():
         partial.unlink(missing_ok=True)

@@ -131,11 +131,13 @@ def available(workload: str) -> str | None:
 STUDY_WORKLOADS = ("google2011_task_events", "alibaba2017_batch_task", "random-peaks (synthetic)")
 
 
-def study_cases(catalogue: Sequence[str], source: str) -> tuple[list[tuple[str, Schedule]], list[str]]:
-    """(name, schedule) of the study's bursty workloads at seeds 1-3 and of the catalogue's `catalogue` workloads at
-    seed 1, and the reasons of those skipped (a trace that is not on this machine)."""
+def study_cases(catalogue: Sequence[str], source: str, windows: bool = True
+                ) -> tuple[list[tuple[str, Schedule]], list[str]]:
+    """(name, schedule) of the study's bursty workloads at seeds 1-3 (unless `windows` is false) and of the
+    catalogue's `catalogue` workloads at seed 1, and the reasons of those skipped (a trace that is not on this
+    machine)."""
     found, skipped = [], []
-    for workload in STUDY_WORKLOADS:
+    for workload in STUDY_WORKLOADS if windows else ():
         why = available(workload)
         if why:
             skipped.append(f"{workload}: skipped ({why})")
