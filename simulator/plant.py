@@ -170,7 +170,7 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
     executors = loop.executors  # None: not managed, the plant's fixed slots
     coming: list[tuple[float, int]] = []  # (registered at, count) of executors asked for
     core_seconds = 0.0
-    idle_s, ran_slots, ran_cores = 0.0, 0, 0  # triggers skipped since the last batch; what that batch held
+    idle_s, held_slots, ran_cores = 0.0, 0, 0  # triggers skipped since the last batch; what was held over them
     while True:
         due = arrivals.count_due(int(t * US))
         if t >= duration_s and read >= arrivals.total_events:
@@ -181,9 +181,9 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
             idle_s += idle_to - t
             t = idle_to
             continue
-        # the run is charged from one batch's start to the next's at the degrees the first ran with
-        # (jobs/recording/run_record.py: interval_in_force_s), idle triggers between them included
-        slot_seconds += ran_slots * idle_s
+        # the triggers skipped for want of data are charged at the vector decided after the last batch, as a Spark
+        # run is (jobs/recording/run_record.py: idle_after_s): that is what the controller held through them
+        slot_seconds += held_slots * idle_s
         core_seconds += ran_cores * idle_s
         idle_s = 0.0
         # a controller may resize the batch now that it knows what the batch reads (guards' burst sizing)
@@ -245,8 +245,9 @@ def simulate(config: PlantConfig, arrivals: ArrivalSchedule, loop: ControlLoop, 
         next_start = max(end, _next_trigger(t, noise.phase_s, interval))
         slot_seconds += sum(degrees.values()) * (next_start - t)
         core_seconds += (executors or 0) * (next_start - t)
-        ran_slots, ran_cores = sum(degrees.values()), executors or 0
+        ran_cores = executors or 0
         degrees = loop.step(snapshot)
+        held_slots = sum(degrees.values())
         if executors is not None and loop.executors is not None:
             target = loop.executors
             if target > executors:

@@ -29,6 +29,8 @@ from jobs.recording.attempts import CASE_TAG, link_earlier_attempts
 from jobs.recording.recorder import RunRecorder, default_tracking_uri, flatten, quiet_store_client_logs
 from jobs.recording.summary import summarise
 from jobs.sink_check import verify_output
+from jobs.trigger_grid import batch_trigger_us
+from params.units import US
 from queries.api import describe_query
 from jobs.spark_session import spark_settings
 from workloads import Schedule
@@ -129,8 +131,14 @@ def query_params(config: RunConfig) -> dict[str, Any]:
                                                         for op in describe_query(config.job_query)["operators"]})}
 
 
-def batch_table(rows: list[dict[str, Any]], progress: dict[int, dict[str, Any]]) -> pd.DataFrame:
-    """The per-batch table: the batch function's rows joined with Spark's progress events (the listener's)."""
+def batch_table(rows: list[dict[str, Any]], progress: dict[int, dict[str, Any]], trigger_s: float | None = None,
+                anchor_us: int | None = None) -> pd.DataFrame:
+    """The per-batch table: the batch function's rows joined with Spark's progress events (the listener's), and how
+    long each batch's vector was in force (`interval_in_force_s`: to the next batch's start), of which
+    `idle_after_s` came after the first trigger that could have run the next batch, i.e. Spark skipped triggers
+    for want of data. The run's cost charges that idle time at the vector decided after the batch (what the
+    controller held through the silence), not at the one the batch ran with. Without the trigger grid
+    (`trigger_s`, `anchor_us`), no time counts as idle."""
     batches = pd.DataFrame(rows)
     if len(batches):
         if progress:
@@ -138,7 +146,24 @@ def batch_table(rows: list[dict[str, Any]], progress: dict[int, dict[str, Any]])
             batches = batches.merge(extra, on="spark_batch_id", how="left")
         starts = batches["start_s"].to_numpy()
         batches["interval_in_force_s"] = np.append(np.diff(starts), batches["batch_duration_s"].iloc[-1])
+        batches["idle_after_s"] = (skipped_trigger_time(starts, batches["time_s"].to_numpy(), trigger_s, anchor_us)
+                                   if trigger_s and anchor_us is not None else 0.0)
     return batches
+
+
+def skipped_trigger_time(starts_s: np.ndarray, ends_s: np.ndarray, trigger_s: float, anchor_us: int) -> np.ndarray:
+    """Per batch, the time from the first trigger after it that could have run the next batch (the next grid point
+    after its own trigger, or its end if it overran: Spark's ProcessingTimeExecutor) to the trigger that did; 0 for
+    the last batch. Triggers are placed as jobs.trigger_grid places them, from the batch function's start times."""
+    interval_us = round(trigger_s * US)
+    starts_us, ends_us = (np.round(starts_s * US)).astype(np.int64), (np.round(ends_s * US)).astype(np.int64)
+    prev_ends = [None] + [int(e) for e in ends_us[:-1]]
+    triggers = np.array([batch_trigger_us(int(s), anchor_us, trigger_s, p) for s, p in zip(starts_us, prev_ends)])
+    next_grid = (triggers + anchor_us) // interval_us * interval_us + interval_us - anchor_us
+    first_possible = np.maximum(ends_us, next_grid)
+    idle = np.zeros(len(starts_us))
+    idle[:-1] = np.maximum(0, triggers[1:] - first_possible[:-1]) / US
+    return idle
 
 
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
@@ -160,7 +185,7 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
     """Summarise the run, write its artifacts and end it FINISHED — or KILLED with tag `pruned` (the reason) when it
     was stopped early because its SLO target was out of reach: its figures are those of a partial run, recorded to
     show why it stopped, never compared as a complete one. Returns the summary."""
-    batches = batch_table(list(processor.rows), progress)
+    batches = batch_table(list(processor.rows), progress, config.trigger_s, processor.anchor_us)
     events_out, lost, duplicated = verify_output(output / "sink", processor.committed, processor.query.counts_events)
     shutil.rmtree(output / "warm-up", ignore_errors=True)
     # the span in which the degrees were in force: first batch start to last batch end

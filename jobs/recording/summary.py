@@ -107,6 +107,20 @@ def slo_out_of_reach(processed: int, within_slo: int, total_scheduled: int, slo_
     return None
 
 
+def charged_slot_seconds(batches: pd.DataFrame, operators: Sequence[str]) -> float:
+    """The run's cost: each batch's degrees from its start to the first trigger that could have run the next batch,
+    then, over triggers skipped for want of data (`idle_after_s`), the vector decided after it. A controller that
+    lowers its vector as a burst's last batch ends holds the lower one through the silence that follows, and is
+    charged for that, as the plant charges it (simulator/plant.py)."""
+    if not len(batches):
+        return 0.0
+    ran = batches[[f"degree_{op}" for op in operators]].sum(axis=1)
+    decided = [f"next_degree_{op}" for op in operators]
+    held = batches[decided].sum(axis=1) if set(decided) <= set(batches.columns) else ran
+    idle = batches["idle_after_s"] if "idle_after_s" in batches.columns else 0.0
+    return float((ran * (batches["interval_in_force_s"] - idle) + held * idle).sum())
+
+
 def summarise(
     batches: pd.DataFrame,
     decisions: Sequence[DecisionRecord],
@@ -127,7 +141,7 @@ def summarise(
     records_in = int(batches["records_read"].sum()) if len(batches) else 0
     unprocessed = max(0, total_scheduled - records_in)
     degree_sum = batches[[f"degree_{op}" for op in operators]].sum(axis=1) if len(batches) else pd.Series(dtype=float)
-    slot_seconds = float((degree_sum * batches["interval_in_force_s"]).sum()) if len(batches) else 0.0
+    slot_seconds = charged_slot_seconds(batches, operators)
     delays = reconfiguration_delays(decisions, batches, operators)
     attainment = within_slo / total_scheduled if total_scheduled else 1.0
     summary = {

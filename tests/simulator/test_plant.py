@@ -185,20 +185,43 @@ def test_a_batch_at_changed_degrees_runs_longer_by_the_change_slowdown_and_only_
         replace(PLANT, change_slowdown=-0.1)
 
 
-def test_an_idle_stretch_is_charged_as_a_spark_run_charges_it(tmp_path):
-    """A Spark run is charged from one batch's start to the next's at the degrees the first ran with
-    (jobs/recording/run_record.py: interval_in_force_s), so the triggers skipped for want of data between two batches
-    are paid for; the plant charges the same, where it used to charge a batch only up to the next trigger."""
+def _on_off_arrivals(tmp_path):
     from workloads import Schedule
     from workloads.spec import parse_workload
 
     trace = tmp_path / "rate.csv"  # 6 s at 500 ev/s, 20 s silent, one second of 500 events, silent to the end
     trace.write_text("t_seconds,events\n" + "".join(f"{t},{500 if t < 6 or t == 26 else 0}\n" for t in range(40)))
-    arrivals = Schedule(parse_workload({"name": "on-off", "trace": {"path": str(trace)}, "seed": 1}))
+    return Schedule(parse_workload({"name": "on-off", "trace": {"path": str(trace)}, "seed": 1}))
+
+
+def test_an_idle_stretch_is_charged_as_a_spark_run_charges_it(tmp_path):
+    """A Spark run is charged from one batch's start to the next's (jobs/recording/run_record.py:
+    interval_in_force_s), so the triggers skipped for want of data between two batches are paid for; the plant
+    charges the same, where it used to charge a batch only up to the next trigger."""
     degrees = {"parse": 1, "enrich": 3, "aggregate": 2, "sink": 1}
-    run = simulate(PLANT, arrivals, ControlLoop(build_controller("static", {"degrees": degrees}, OPS, 8)), 40)
+    loop = ControlLoop(build_controller("static", {"degrees": degrees}, OPS, 8))
+    run = simulate(PLANT, _on_off_arrivals(tmp_path), loop, 40)
     starts = [b.start_s for b in run.batches]
     assert max(np.diff(starts)) > 15  # the silence: no batch for 20 s
     last = run.batches[-1]
     tail = max(last.end_s, starts[-1] + PLANT.trigger_interval_s) - starts[-1]  # the last batch: to its next trigger
     assert run.slot_seconds == pytest.approx(7 * (starts[-1] - starts[0] + tail))
+
+
+def test_an_idle_stretch_is_charged_at_the_vector_decided_before_it(tmp_path):
+    """A controller that lowers its vector as the burst's last batch ends holds the lower one through the silence
+    after it: the skipped triggers are charged at that vector (jobs/recording/summary.py: charged_slot_seconds), the
+    batch itself at the one it ran with."""
+    arrivals = _on_off_arrivals(tmp_path)
+    held = simulate(PLANT, arrivals, ControlLoop(build_controller("scripted", {"initial_degree": 3}, OPS, 8)), 40)
+    gap = int(np.argmax(np.diff([b.start_s for b in held.batches])))  # the burst's last batch, before the silence
+    plan = {"initial_degree": 3, "changes": {gap: {op: 1 for op in OPS}, gap + 1: {op: 3 for op in OPS}}}
+    lowered = simulate(PLANT, arrivals, ControlLoop(build_controller("scripted", plan, OPS, 8)), 40)
+    before, after = lowered.batches[gap], lowered.batches[gap + 1]
+    assert [b.start_s for b in lowered.batches] == [b.start_s for b in held.batches]
+    assert before.snapshot.degrees == {op: 3 for op in OPS} and after.snapshot.degrees == {op: 1 for op in OPS}
+    idle = after.start_s - max(before.end_s, before.start_s + PLANT.trigger_interval_s)
+    assert idle > 15
+    # the idle triggers at 4 slots instead of 12; the batch after the silence runs at 4 instead of 12 too
+    own_after = max(after.end_s, after.start_s + PLANT.trigger_interval_s) - after.start_s
+    assert held.slot_seconds - lowered.slot_seconds == pytest.approx(8 * (idle + own_after))
