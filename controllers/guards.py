@@ -340,6 +340,7 @@ class Guards:
         self._settle_curve: deque[tuple[float, str, int, float, float]] = deque()  # settle: (t, op, degree, busy, span)
         self._settle_chosen: tuple[dict[str, int], float] | None = None  # settle: the vector it last chose, and when
         self._settle_anchor: tuple[float, int] | None = None  # settle: (end, backlog) of the first batch after it
+        self._settle_no_raise: str | None = None  # settle: which test held a raise the budget called for, if one did
         self._starts_seen = False  # settle: the runner asks at batch starts, so raises wait for them
 
     # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
@@ -730,6 +731,7 @@ class Guards:
             window = self.horizon_s
         held = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo, waiting_since, since, anchor)
         now_share = held.new_share(window)
+        self._settle_no_raise = None
         if act_below is not None and now_share >= act_below:
             return dict(current), now_share, now_share, False
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
@@ -740,12 +742,19 @@ class Guards:
             best = replay(arrivals, lambda n: model.batch_s(top, n), trigger_s, slo, waiting_since, since, anchor)
             goal = covering_goal(best.new_share(window), target, ratio, points)
             raising = now_share < goal
+            if not raising:
+                self._settle_no_raise = (f"min gain: no vector the slots allow carries this load (the best keeps "
+                                         f"{best.new_share(window):.1%}) and the held one keeps the covering goal "
+                                         f"{goal:.1%}")
             if not raising and act_below is not None:
                 return dict(current), now_share, now_share, False
         vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window, waiting_since,
                                          ratio, points, since if raising else None, goal if raising else None,
                                          anchor)
         if raising and not self._raise_can_pay(held, result, arrivals, since, target, pending is not None):
+            left = max(0.0, self.horizon_s - arrivals.times[-1])
+            self._settle_no_raise = (f"repay: a raise to {vector_text(vector)} would not save the error budget it is "
+                                     f"for in the {left:.0f} s left of the run")
             if act_below is not None:
                 return dict(current), now_share, now_share, False
             raising = False  # a review: no raise, but a lower vector may still do
@@ -834,8 +843,12 @@ class Guards:
                                   f"{attainment:.1%}", details=details)
         if vector == current or any(vector[op] > current[op] for op in self.operators):
             self._lower_since = None
+            why = ""
+            if self._settle_no_raise is not None:  # a raise was due by the budget and a test held it: say which
+                details["guard.settle_no_raise"] = self._settle_no_raise
+                why = f"; no raise, {self._settle_no_raise}"
             return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} (replayed "
-                                     f"{now_attainment:.1%} on time)", details=details)
+                                     f"{now_attainment:.1%} on time{why})", details=details)
         if self._lower_since is None:
             self._lower_since = t
         waited = t - self._lower_since

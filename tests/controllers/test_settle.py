@@ -362,6 +362,10 @@ def test_in_a_bounded_run_no_raise_is_taken_that_the_rest_of_the_run_cannot_repa
         g.bind(5.0, slots=8, horizon_s=horizon_s)
         decision = g.review(history(g, ones), ones, "proposal")
         assert (decision.degrees["enrich"] > 1) is raised, (horizon_s, decision.reason)
+        # the decision record says which test held a raise the budget called for
+        assert ("guard.settle_no_raise" in decision.details) is not raised
+    assert decision.details["guard.settle_no_raise"].startswith("repay: a raise to ")
+    assert "s left of the run" in decision.reason and "no raise, repay" in decision.reason
     # ... but at a batch start the waiting events are saved now: a burst waiting 2 s before the end is met
     g = guards()
     g.bind(5.0, slots=8, horizon_s=24.0)
@@ -401,9 +405,13 @@ def test_on_a_load_no_vector_carries_a_raise_that_buys_less_than_the_slack_is_no
         pytest.skip(f"the Google 2011 task events trace is not on this machine: {exc}")
 
     def runs(min_gain):
-        return [simulated("ds2", {"settle": True, "settle_min_gain": min_gain}, arrivals, NOISY, noise_seed=n)[:2]
+        return [simulated("ds2", {"settle": True, "settle_min_gain": min_gain}, arrivals, NOISY, noise_seed=n)
                 for n in (0, 1)]
 
     taken, skipped = runs(False), runs(True)
     assert sum(r[0] for r in skipped) < sum(r[0] for r in taken)
     assert np.mean([r[1] for r in skipped]) >= np.mean([r[1] for r in taken]) - 0.01
+    # the held raises are on record, with the test that held them
+    held = [d for r in skipped for d in r[2].decisions if "guard.settle_no_raise" in d.details]
+    assert held and all(d.details["guard.settle_no_raise"].startswith("min gain: ") for d in held)
+    assert not [d for r in taken for d in r[2].decisions if "guard.settle_no_raise" in d.details]
