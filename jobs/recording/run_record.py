@@ -154,7 +154,9 @@ def batch_table(rows: list[dict[str, Any]], progress: dict[int, dict[str, Any]],
 def skipped_trigger_time(starts_s: np.ndarray, ends_s: np.ndarray, trigger_s: float, anchor_us: int) -> np.ndarray:
     """Per batch, the time from the first trigger after it that could have run the next batch (the next grid point
     after its own trigger, or its end if it overran: Spark's ProcessingTimeExecutor) to the trigger that did; 0 for
-    the last batch. Triggers are placed as jobs.trigger_grid places them, from the batch function's start times."""
+    the last batch. Triggers are placed as jobs.trigger_grid places them, from the batch function's start times: a
+    batch that starts at once after an overrun but whose planning crosses a grid point is placed at that point, and
+    the tenths of a second between are counted as idle (measured: 0.13 s, on one batch of a 180 s run)."""
     interval_us = round(trigger_s * US)
     starts_us, ends_us = (np.round(starts_s * US)).astype(np.int64), (np.round(ends_s * US)).astype(np.int64)
     prev_ends = [None] + [int(e) for e in ends_us[:-1]]
