@@ -99,7 +99,7 @@ import json
 import re
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from controllers.common_params import MIN_DEGREE, PARALLEL_SLOTS
 from controllers.settle import (Arrivals, Replay, StageModel, arrival_segments, covering_goal, covering_vector,
@@ -610,17 +610,7 @@ class Guards:
         budget = self.catch_up_s(trigger_s)
         if oldest_wait_s is not None and self.slo_latency_s is not None and self.params["burst_wait_aware"]:
             budget = min(budget, max(0.0, self.slo_latency_s - oldest_wait_s))
-        spans = sum(o.span_s for o in last.operators)
-        fixed = max(0.0, last.batch_duration_s - spans)
-        work = {}
-        for op in last.operators:
-            if op.records_in <= 0 or op.busy_s <= 0:
-                continue
-            work[op.name] = (pending * op.records_in / last.records_read, op.busy_s / op.records_in)
-
-        def batch_s(vector: Mapping[str, int]) -> float:
-            return fixed + sum(self.stage_s(op, vector[op], n, c) for op, (n, c) in work.items())
-
+        work, batch_s = self._batch_model(last, pending)
         if not work:
             return None
         if self._burst_base is not None and batch_s(self._burst_base) > budget:
@@ -639,7 +629,8 @@ class Guards:
             want[slowest] += 1
         if want == dict(current):
             return None
-        self._before_burst = dict(current)
+        if self._before_burst is None:  # a burst vector held over a review (a return it would undo) keeps its base
+            self._before_burst = dict(current)
         self._burst_needed = True
         if self.params["burst_hold_s"] > 0 and self._burst_base is None:
             self._burst_base = dict(current)
@@ -653,6 +644,37 @@ class Guards:
                                  "guard.burst_predicted_current_s": batch_s(current),
                                  "predicted.records": float(pending), "predicted.batch_s": predicted,
                                  "predicted.vector": vector_text(want)})
+
+    def _batch_model(self, last: Snapshot, pending: int
+                     ) -> tuple[dict[str, tuple[float, float]], Callable[[Mapping[str, int]], float]]:
+        """Burst sizing's prediction of a batch of `pending` events from the last batch: per operator (records, busy
+        seconds per record), and the batch's seconds at a vector (its fixed cost as the last batch's, the stages by
+        `stage_s`)."""
+        spans = sum(o.span_s for o in last.operators)
+        fixed = max(0.0, last.batch_duration_s - spans)
+        work = {}
+        for op in last.operators:
+            if op.records_in <= 0 or op.busy_s <= 0:
+                continue
+            work[op.name] = (pending * op.records_in / last.records_read, op.busy_s / op.records_in)
+
+        def batch_s(vector: Mapping[str, int]) -> float:
+            return fixed + sum(self.stage_s(op, vector[op], n, c) for op, (n, c) in work.items())
+
+        return work, batch_s
+
+    def _return_undone(self, snapshot: Snapshot, back: Mapping[str, int]) -> bool:
+        """Whether burst sizing would raise `back` again at the next batch start on the events already waiting now:
+        they alone, at `back` (a changed vector: with `burst_headroom`), would take longer than the catch-up time.
+        The next batch reads at least them, and its budget is at most that (less the oldest one's wait), so such a
+        return is certain to be undone: two actions for nothing. Only with burst sizing on, on a batch large enough
+        to measure."""
+        if not self.params["burst_sizing"] or snapshot.backlog <= 0 \
+                or snapshot.records_read < self.params["min_records"]:
+            return False
+        work, batch_s = self._batch_model(snapshot, snapshot.backlog)
+        margin = 1.0 + self.params["burst_headroom"]
+        return bool(work) and batch_s(back) * margin > self.catch_up_s(snapshot.trigger_interval_s)
 
     # ---- settle: the least vector the recent arrivals needed (controllers/settle.py) ----
 
@@ -925,6 +947,12 @@ class Guards:
             # whenever the ratio is within its bounds, which after a burst batch it usually is)
             back = {op: before_burst[op] if want[op] == current[op] else
                     min(current[op], max(want[op], before_burst[op])) for op in self.operators}
+            if self._return_undone(snapshot, back):
+                # a burst longer than a batch: what waits already needs the burst's capacity at the next start
+                self._before_burst = before_burst
+                details["guard.burst_return_skipped"] = snapshot.backlog
+                return hold(f"the burst goes on: {snapshot.backlog} events waiting would need more than "
+                            f"{vector_text(back)} at the next batch start; the burst's vector stays")
             details[BURST_RETURN] = 1
             return Decision(back, f"{reason}; guards: the burst batch is done, back to {vector_text(back)}",
                             details=details)

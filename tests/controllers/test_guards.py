@@ -360,9 +360,9 @@ def test_on_a_google_trace_window_the_guards_lift_the_slo():
 
 # ---- burst sizing: a batch sized at its start for what it reads ----------------------------------------------------
 
-def _steady_ds2(**params):
+def _steady_ds2(slots=None, **params):
     ds2 = build_controller("ds2", {"guards": True, "min_records": 1, **params}, OPS, 8)
-    ds2.bind(RunContext(trigger_s=T, slo_latency_s=SLO_S))
+    ds2.bind(RunContext(trigger_s=T, slo_latency_s=SLO_S, **({} if slots is None else {"slots": slots})))
     loop = ControlLoop(ds2)
     for i in range(3):  # 1000 ev/s, 0.3 s fixed + 0.7 s of stages at degree 1: inside the band, nothing to do
         loop.step(snap(batch_id=i, time_s=2.0 * (i + 1), rate=1000, batch_s=1.0))
@@ -390,6 +390,29 @@ def test_a_batch_that_would_overrun_is_sized_for_what_it_reads_when_it_starts():
     from jobs.recording.summary import oscillations
 
     assert sum(r.changed for r in loop.log) == 2 and oscillations(loop.log) == 0
+
+
+def test_a_burst_that_outlasts_its_batch_keeps_its_vector_instead_of_a_return_the_next_start_would_undo():
+    """A burst longer than a batch: the batch sized for it ends with as many events waiting, which need the burst's
+    capacity again at the next start. Going back and raising again would be two actions for nothing (on Spark, the
+    held-out Azure code trace: 6 of DS2's 11 actions toggled sink 1 -> 4 -> 1 through one 11-s burst); the vector
+    stays, and the return comes after the batch that leaves little waiting, to the vector before the burst."""
+    ones = {op: 1 for op in OPS}
+    _, loop = _steady_ds2(slots=4)  # local[4]: DS2's own proposal for the backlog is capped at the burst's vector
+    raised = loop.at_batch_start(2, 6.5, 20000)
+    assert raised != ones
+    going_on = snap(raised, batch_id=3, time_s=9.0, rate=1000, records=20000, batch_s=2.6, backlog=20000)
+    assert loop.step(going_on) == raised
+    held = loop.log[-1]
+    assert not held.changed and held.details["guard.burst_return_skipped"] == 20000
+    assert "the burst goes on: 20000 events waiting" in held.reason
+    # the next batch reads them at the burst's vector: no change at its start
+    assert loop.at_batch_start(3, 9.0, 20000) == raised and not loop.log[-1].changed
+    # ... and the batch after the burst leaves 300 waiting: back to the vector before the burst
+    assert loop.step(snap(raised, batch_id=4, time_s=11.6, rate=1000, records=20000, batch_s=2.6,
+                          backlog=300)) == ones
+    assert "the burst batch is done, back to parse=1,enrich=1,aggregate=1,sink=1" in loop.log[-1].reason
+    assert sum(r.changed for r in loop.log) == 2  # a raise and a return, not four actions
 
 
 def test_burst_headroom_sizes_a_raised_vector_to_fit_the_budget_with_that_margin():
