@@ -33,7 +33,9 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   with degrees raised, operator by operator where the predicted stage is longest, until it fits (`batch_start`,
   called through `Controller.at_batch_start`). The review after that batch returns to the vector before it at once
   (or to the proposal, if higher), without stabilisation, band or cost test: a burst shorter than a trigger interval
-  is met by the batch that reads it, and paid for that batch only. With `burst_hold_s` the burst's vector stays
+  is met by the batch that reads it, and paid for that batch only. Not where the events already waiting would need
+  more than the vector it returns to (a burst longer than its batch): the next start would raise again, so the
+  burst's vector stays until a batch leaves little waiting (stop 54). With `burst_hold_s` the burst's vector stays
   instead until no batch has needed it for that long (for an engine where a change restarts the job). A batch at
   other degrees than the last one's runs longer than the last batch's costs predict (on Spark it plans a new shuffle
   layout and starts new tasks: 8.5-13 % measured), so a raised vector, and a current one the last review changed,
