@@ -1,6 +1,6 @@
 """Each run's cost under both charges of a silence, read from the runs' own batch tables (no Spark).
 
-    python -m studies.silence_charge --parent-run-id ID [--parent-run-id ID ...] [--tracking-uri URI]
+    python -m studies.silence_charge --parent-run-id ID [--parent-run-id ID ...] [--exclude-run-id ID ...]
 
 Why: until stop 54 a run was charged from one batch's start to the next's at the degrees the first batch ran with, so
 the triggers Spark skips for want of data were billed at the vector of the batch before the silence, although the
@@ -31,13 +31,14 @@ def both_charges(batches: pd.DataFrame, operators: list[str]) -> tuple[float, fl
             float((ran * batches["interval_in_force_s"]).sum()))
 
 
-def table(client: MlflowClient, parents: list[str], tracking_uri: str, workdir: Path) -> pd.DataFrame:
+def table(client: MlflowClient, parents: list[str], tracking_uri: str, workdir: Path,
+          exclude: tuple[str, ...] = ()) -> pd.DataFrame:
     rows = []
     for parent in parents:
         experiment = client.get_run(parent).info.experiment_id
         runs = client.search_runs([experiment], f"tags.mlflow.parentRunId = '{parent}'")
         for run in runs:
-            if run.info.status != "FINISHED":
+            if run.info.status != "FINISHED" or run.info.run_id in exclude:
                 continue
             path = download_artifacts(run_id=run.info.run_id, artifact_path="batches.parquet",
                                       tracking_uri=tracking_uri, dst_path=str(workdir / run.info.run_id))
@@ -69,11 +70,12 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m studies.silence_charge", description=__doc__.split("\n\n")[0])
     p.add_argument("--parent-run-id", action="append", required=True, help="a suite's parent run (repeatable)")
+    p.add_argument("--exclude-run-id", action="append", default=[], help="leave this run out (repeatable)")
     p.add_argument("--tracking-uri")
     p.add_argument("--workdir", default=".local/silence_charge", help="where the batch tables are downloaded")
     args = p.parse_args(argv)
     uri = args.tracking_uri or default_tracking_uri()
-    runs = table(MlflowClient(uri), args.parent_run_id, uri, Path(args.workdir))
+    runs = table(MlflowClient(uri), args.parent_run_id, uri, Path(args.workdir), tuple(args.exclude_run_id))
     if runs.empty:
         print("no finished runs under those parents", file=sys.stderr)
         return 1
