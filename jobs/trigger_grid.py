@@ -36,6 +36,12 @@ def batch_trigger_us(now_us: int, anchor_us: int, trigger_s: float, prev_end_us:
     return grid_us if prev_end_us is None else max(grid_us, min(prev_end_us, now_us))
 
 
+def next_trigger_us(after_us, anchor_us: int, trigger_s: float):
+    """The first grid point strictly after `after_us` on the run's clock (an int, or a numpy array of them)."""
+    interval_us = round(trigger_s * US)
+    return (after_us + anchor_us) // interval_us * interval_us + interval_us - anchor_us
+
+
 def write_planned(path: str | os.PathLike, events: int) -> None:
     """The source's answer to a trigger (the batch's end offset, in events), replaced atomically: the batch function
     never reads half of it."""

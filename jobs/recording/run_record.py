@@ -29,7 +29,7 @@ from jobs.recording.attempts import CASE_TAG, link_earlier_attempts
 from jobs.recording.recorder import RunRecorder, default_tracking_uri, flatten, quiet_store_client_logs
 from jobs.recording.summary import summarise
 from jobs.sink_check import verify_output
-from jobs.trigger_grid import batch_trigger_us
+from jobs.trigger_grid import batch_trigger_us, next_trigger_us
 from params.units import US
 from queries.api import describe_query
 from jobs.spark_session import spark_settings
@@ -157,12 +157,10 @@ def skipped_trigger_time(starts_s: np.ndarray, ends_s: np.ndarray, trigger_s: fl
     the last batch. Triggers are placed as jobs.trigger_grid places them, from the batch function's start times: a
     batch that starts at once after an overrun but whose planning crosses a grid point is placed at that point, and
     the tenths of a second between are counted as idle (measured: 0.13 s, on one batch of a 180 s run)."""
-    interval_us = round(trigger_s * US)
     starts_us, ends_us = (np.round(starts_s * US)).astype(np.int64), (np.round(ends_s * US)).astype(np.int64)
     prev_ends = [None] + [int(e) for e in ends_us[:-1]]
     triggers = np.array([batch_trigger_us(int(s), anchor_us, trigger_s, p) for s, p in zip(starts_us, prev_ends)])
-    next_grid = (triggers + anchor_us) // interval_us * interval_us + interval_us - anchor_us
-    first_possible = np.maximum(ends_us, next_grid)
+    first_possible = np.maximum(ends_us, next_trigger_us(triggers, anchor_us, trigger_s))
     idle = np.zeros(len(starts_us))
     idle[:-1] = np.maximum(0, triggers[1:] - first_possible[:-1]) / US
     return idle

@@ -1,6 +1,6 @@
 """Spark's trigger grid on the run's clock (jobs/trigger_grid.py): pure arithmetic, checked against Spark's rule
 (triggers at wall-clock multiples of the interval; after an overrun the next batch at once)."""
-from jobs.trigger_grid import batch_trigger_us, read_planned, trigger_phase_s, write_planned
+from jobs.trigger_grid import batch_trigger_us, next_trigger_us, read_planned, trigger_phase_s, write_planned
 
 ANCHOR_US = 1_000_000_500_000  # time 0 at epoch 1,000,000.5 s: the 2-s grid (even epoch seconds) 1.5 s later
 
@@ -20,6 +20,11 @@ def test_a_batch_on_the_grid_was_planned_at_the_grid_point_before_its_function_r
 def test_after_an_overrun_the_batch_was_planned_when_the_previous_one_ended():
     # the previous batch ran from 3.5 s to 6.2 s, past the 5.5 s trigger: the next starts at once
     assert batch_trigger_us(6_300_000, ANCHOR_US, 2.0, prev_end_us=6_200_000) == 6_200_000
+
+
+def test_the_next_trigger_is_the_first_grid_point_strictly_after():
+    assert next_trigger_us(3_500_000, ANCHOR_US, 2.0) == 5_500_000  # on a grid point: the next one
+    assert next_trigger_us(6_200_000, ANCHOR_US, 2.0) == 7_500_000  # after an overrun
 
 
 def test_the_planned_offset_is_replaced_whole_and_absent_until_written(tmp_path):
