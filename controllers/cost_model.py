@@ -69,3 +69,18 @@ def extra_stages(operators: Sequence[OperatorModel], degrees: Mapping[str, int],
     keyed = [op.keyed for op in operators]
     fewest = len(stage_groups(keyed, [1] * len(operators), chaining))
     return len(stage_groups(keyed, [degrees[op.name] for op in operators], chaining)) - fewest
+
+
+@dataclass(frozen=True)
+class CostPrior:
+    """The job's costs as a calibration measured them (`python -m jobs.calibrate`), for controllers that size a batch
+    before they have observed one. Not the load: only what the operators cost per record and what a batch costs on
+    its own, which the run's first measured batch tells a controller anyway — one batch too late when the run opens
+    on a burst. `source` says where the numbers come from (recorded with the decisions that use them)."""
+
+    operators: tuple[OperatorModel, ...]
+    batch_overhead_s: float
+    source: str = ""
+
+    def covers(self, names: Sequence[str]) -> bool:
+        return {op.name for op in self.operators} >= set(names)

@@ -104,9 +104,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from controllers.common_params import MIN_DEGREE, PARALLEL_SLOTS
+from controllers.cost_model import CostPrior
 from controllers.settle import (Arrivals, Replay, StageModel, arrival_segments, covering_goal, covering_vector,
                                replay)
-from controllers.types import Decision, Snapshot
+from controllers.types import Decision, OperatorMetrics, Snapshot
 from params.declare import Choices, Param, Rule, SearchRange
 
 # batches whose arrival rates make the sustained rate (their median) and the offered load (their mean)
@@ -115,6 +116,9 @@ GUARD_WINDOW = 3
 # slower batch after a change, 8.5 % and 13 %): in the noisy plant with that slowdown, +0.15 SLO points for DS2 at
 # 1.004x the cost and +0.6 for threshold, over 16 bursty and nightly cases, none worse (docs/bursty.md; 0: as before)
 BURST_HEADROOM = 0.10
+# the source events of the nominal batch a calibration's costs are written as (`prior_batch`): large enough that its
+# integer record counts round off nothing that matters
+PRIOR_BATCH_RECORDS = 100_000
 # the detail marking a decision that ends a burst sizing (its return to the vector before it)
 BURST_RETURN = "guard.burst_return"
 # most recent batches per (operator, degree) the capacity curve keeps: recent enough to follow a change of
@@ -229,6 +233,16 @@ GUARD_PARAMS: dict[str, Param] = {
     "burst_wait_aware": Param(bool, True, "guards: burst sizing's budget is also at most the SLO less how long the "
                                           "oldest waiting event has waited (after a batch that overran its trigger)",
                               search_when=("guards", True), search=Choices((True, False))),
+    "idle_release": Param(bool, True, "guards: after a batch during which nothing arrived and that left nothing "
+                                      "waiting, down to min_degree everywhere at once: the next batch runs only when "
+                                      "events arrive, and burst sizing sizes it as it starts (with burst_sizing; "
+                                      "a silence is charged at the vector held through it)",
+                          search_when=("guards", True), search=Choices((True, False))),
+    "calibrated_start": Param(bool, True, "guards: burst sizing sizes a batch that no measured batch comes before "
+                                          "(the run's first; or after batches too small to measure) on the costs "
+                                          "the run's calibration measured, where the run has one (RunContext."
+                                          "cost_prior); false, or no calibration: such a batch runs as the vector "
+                                          "is", search_when=("guards", True), search=Choices((True, False))),
     "settle": Param(bool, False, "guards: hold the least vector (found greedily) that would have kept settle_target "
                                  "of the recent arrivals within the SLO, replayed on the operators' observed costs; "
                                  "change it only when it would not have, or when a lower one has for "
@@ -281,6 +295,25 @@ def catch_up_rate(arrival_rate: float, backlog: float, batch_duration_s: float, 
     is always waiting when it ends; only the rest of the backlog is lag."""
     lag = max(0.0, backlog - arrival_rate * batch_duration_s)
     return arrival_rate + lag / catch_up_s, lag
+
+
+def prior_batch(prior: CostPrior, operators: Sequence[str], max_degree: int) -> Snapshot:
+    """The calibrated costs written as the batch burst sizing predicts from (`Guards._batch_model`): a nominal batch
+    of PRIOR_BATCH_RECORDS events at degree 1, each operator's records and busy time as the calibration's per-record
+    cost, selectivity and per-task cost make them, the batch's fixed cost the calibrated one. Never observed (it
+    would enter the capacity curve as a measurement): burst sizing reads it only where no measured batch precedes."""
+    models = {op.name: op for op in prior.operators}
+    records, metrics = float(PRIOR_BATCH_RECORDS), []
+    for name in operators:
+        model = models[name]
+        busy = records * model.service_s + model.task_overhead_s
+        out = records * model.selectivity
+        metrics.append(OperatorMetrics(name, 1, int(round(records)), int(round(out)), busy, 1, busy, busy))
+        records = out
+    duration = prior.batch_overhead_s + sum(op.busy_s for op in metrics)
+    return Snapshot(batch_id=-1, time_s=0.0, trigger_interval_s=0.0, batch_duration_s=duration, interval_s=0.0,
+                    arrivals=PRIOR_BATCH_RECORDS, records_read=PRIOR_BATCH_RECORDS, backlog=0, latency_p50_s=None,
+                    latency_p95_s=None, latency_p99_s=None, operators=tuple(metrics), max_degree=max_degree)
 
 
 def vector_text(degrees: Mapping[str, int]) -> str:
@@ -344,6 +377,7 @@ class Guards:
         self._settle_anchor: tuple[float, int] | None = None  # settle: (end, backlog) of the first batch after it
         self._settle_no_raise: str | None = None  # settle: which test held a raise the budget called for, if one did
         self._starts_seen = False  # settle: the runner asks at batch starts, so raises wait for them
+        self._prior: Snapshot | None = None  # bind: the calibrated costs as a nominal batch (calibrated_start)
 
     # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
 
@@ -381,15 +415,19 @@ class Guards:
                 del self.blocks[name]
 
     def bind(self, slo_latency_s: float | None, slots: int = 0, follow_live: bool = True,
-             horizon_s: float = 0.0) -> None:
+             horizon_s: float = 0.0, cost_prior: CostPrior | None = None) -> None:
         """The run's latency bound (it caps the catch-up time) and its task slots, when the controller is bound to a
         run. With `parallel_slots` unset (0) the run's slots bound the degrees: a degree beyond the tasks that can run
         at once adds waves, not speed, and burst sizing, which assumes linear speed-up where no degree was observed,
         would otherwise raise a batch to the run's max degree on a machine with half as many cores. Slots unknown
         before the run (0, a cluster master) are taken from each batch's registered executor cores unless
         `follow_live` is off (the controller's slot_cap=false). `horizon_s`: the run's length when it is bounded (0:
-        unbounded); settle spends its error budget over it where it is shorter than settle_memory_s (`_settle`)."""
+        unbounded); settle spends its error budget over it where it is shorter than settle_memory_s (`_settle`).
+        `cost_prior`: the run's calibrated costs, which burst sizing uses before it has measured a batch
+        (`calibrated_start`); ignored where they do not cover every operator."""
         self.slo_latency_s = slo_latency_s
+        self._prior = (prior_batch(cost_prior, self.operators, self.max_degree)
+                       if cost_prior is not None and cost_prior.covers(self.operators) else None)
         self.horizon_s = horizon_s
         if not self.params["parallel_slots"] and slots > 0:
             self.cap = max(self.params["min_degree"], min(self.max_degree, slots))
@@ -604,11 +642,15 @@ class Guards:
         if self.enabled and self.params["settle"]:
             return None if time_s is None or pending <= 0 else self._settle_at_start(pending, current, trigger_s,
                                                                                      time_s, recent_arrivals)
-        if not (self.enabled and self.params["burst_sizing"]) or not self._recent or pending <= 0:
+        if not (self.enabled and self.params["burst_sizing"]) or pending <= 0:
             return None
-        last = self._recent[-1]
-        if last.records_read < self.params["min_records"]:
-            return None  # per-record costs from a handful of records measure task start-up, not the operators
+        last = self._recent[-1] if self._recent else None
+        # per-record costs from a handful of records measure task start-up, not the operators
+        measured = last is not None and last.records_read >= self.params["min_records"]
+        if not measured:
+            last = self._prior if self.params["calibrated_start"] else None
+            if last is None:
+                return None
         budget = self.catch_up_s(trigger_s)
         if oldest_wait_s is not None and self.slo_latency_s is not None and self.params["burst_wait_aware"]:
             budget = min(budget, max(0.0, self.slo_latency_s - oldest_wait_s))
@@ -638,8 +680,10 @@ class Guards:
             self._burst_base = dict(current)
         predicted = batch_s(want)
         return Decision(want, f"burst: {pending} events waiting, predicted {predicted:.2f} s at {vector_text(want)} "
-                              f"(budget {budget:.2f} s, headroom {self.params['burst_headroom']:.0%})",
+                              f"(budget {budget:.2f} s, headroom {self.params['burst_headroom']:.0%})"
+                              + ("" if measured else "; no batch measured yet: on the calibrated costs"),
                         details={"guard.burst_pending": pending, "guard.burst_budget_s": budget,
+                                 "guard.burst_calibrated": 0.0 if measured else 1.0,
                                  "guard.burst_headroom": self.params["burst_headroom"],
                                  **({} if oldest_wait_s is None else {"guard.burst_oldest_wait_s": oldest_wait_s}),
                                  "guard.burst_predicted_s": predicted,
@@ -926,6 +970,16 @@ class Guards:
         if p["settle"]:
             return self._settle_review(snapshot, reason, details)
         proposal_changes = want != current
+        if p["idle_release"] and snapshot.arrivals == 0 and snapshot.backlog == 0:
+            # the load stopped: Spark runs no batch until events arrive, and burst sizing sizes that batch as it
+            # starts, so what the vector holds until then is paid for nothing (a silence is charged at it)
+            idle = {op: p["min_degree"] for op in self.operators}
+            if idle != current:
+                self._before_burst, self._burst_base, self._lower_since = None, None, None
+                details["guard.idle_release"] = 1
+                return Decision(idle, f"{reason}; guards: nothing arrived during the batch and nothing waits: down to "
+                                      f"{vector_text(idle)} (the next batch runs when events arrive, and burst "
+                                      f"sizing sizes it then)", details=details)
         before_burst, self._before_burst = self._before_burst, None
         if self._burst_needed:
             self._burst_last_s, self._burst_needed = t, False

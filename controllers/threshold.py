@@ -61,7 +61,8 @@ class ThresholdController(Controller):
 
     def bind(self, context: RunContext) -> None:
         super().bind(context)
-        self.guards.bind(context.slo_latency_s, *self.slot_fitter.guard_slots(), horizon_s=context.duration_s)
+        self.guards.bind(context.slo_latency_s, *self.slot_fitter.guard_slots(), horizon_s=context.duration_s,
+                         cost_prior=context.cost_prior)
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: max(self.params["initial_degree"], self.params["min_degree"]) for op in self.operators}

@@ -125,6 +125,8 @@ class RunContext:
     capacity_table: the multi-level benchmark's table the run loaded for the `multilevel` controller;
     duration_s: how long the run lasts when it is bounded (a replayed workload, whose SLO attainment is judged over
     it), 0 when it is not (a stream that runs until stopped). Not the load: the horizon an error budget is spent over.
+cost_prior: the job's per-record and per-batch costs as the run's calibration measured them, when there is one for
+its master and topology (None: the controllers learn them from the first batches, as before).
     """
 
     trigger_s: float
@@ -137,3 +139,4 @@ class RunContext:
     slots: int = 0
     capacity_table: Any = None  # controllers.multilevel.CapacityTable the run resolved for `multilevel`
     duration_s: float = 0.0
+    cost_prior: Any = None  # controllers.cost_model.CostPrior: the calibrated costs, before any batch is observed

@@ -36,6 +36,7 @@ import yaml
 
 from controllers.cost_model import OperatorModel, extra_stages
 from jobs.config import InputError, RunConfig
+from jobs.cost_prior import operator_costs
 from jobs.floor import CALIBRATION
 
 DEFAULT_OUT = CALIBRATION  # .local/calibration/oracle.yaml, where jobs.run looks for the latency floor
@@ -260,7 +261,9 @@ def calibrate(master: str, trigger_s: float, max_degree: int, degree: int | Sequ
     slowdown = fit_change_slowdown(batches, config.topo.names, costs, slots, config.chain_operators)
     params = {**costs, "slots": slots, "calibration_run": result["run_id"]}
     out.parent.mkdir(parents=True, exist_ok=True)
-    measured = {"master": run.data.params.get("spark.master.effective", master), "at": run.info.start_time / 1000}
+    measured = {"master": run.data.params.get("spark.master.effective", master), "at": run.info.start_time / 1000,
+                # the operators the costs are of: a run of other operators takes no cost prior from them
+                "topology": operator_costs(config.topo)}
     out.write_text(yaml.safe_dump({"controller": "oracle", "params": params,
                                    "calibration": {"noise": noise, "change_slowdown": slowdown,
                                                    "measured": measured}}, sort_keys=False))

@@ -90,6 +90,8 @@ class RunConfig:
     capacity_table: Any = None  # the multi-level controller's table, resolved in validate()
     query_module: Any = None  # a user's module, shipped to Spark's Python workers by value
     predictor: Any = None  # a LoadedPredictor when the controller asks for a registered one
+    # the calibrated costs (jobs.cost_prior) when this machine's calibration is of this master and topology
+    cost_prior: Any = None
     warnings: list[str] = field(default_factory=list)  # what validate() found questionable but not wrong
 
     def validate(self) -> "RunConfig":
@@ -108,6 +110,10 @@ class RunConfig:
         self._load_query()
         self._check_run_settings()
         self._check_service_level()
+        if self.query is None:  # a user's query has costs no calibration of the topology measured
+            from jobs.cost_prior import calibrated_prior
+
+            self.cost_prior = calibrated_prior(self.master, self.topo)
         if self.policy_source is not None:
             from controllers.policy import PolicyError, parse_policy
 
@@ -239,7 +245,8 @@ class RunConfig:
                           predictor=None if predictor is None else predictor.predictor,
                           predictor_warning="" if predictor is None else (predictor.warning or ""),
                           slots=local_slots(self.master), capacity_table=self.capacity_table,
-                          duration_s=float(self.spec.duration_s) if self.spec is not None else 0.0)
+                          duration_s=float(self.spec.duration_s) if self.spec is not None else 0.0,
+                          cost_prior=self.cost_prior)
 
     def _check_host_scaling(self, controller) -> None:
         if self.host_provisioning_delay_s < 0:

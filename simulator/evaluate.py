@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from controllers import ControlLoop, RunContext, build_controller
+from controllers.cost_model import CostPrior
 from controllers.placement import build_placement
 from simulator.key_groups import KeyedPlacement
 from simulator.plant import PlantConfig, simulate
@@ -33,13 +34,18 @@ class SimulatedRun:
         return asdict(self)
 
 
+def calibrated_prior(plant: PlantConfig) -> CostPrior:
+    """The plant's own costs as a calibration of it would report them: its operators and its batch overhead."""
+    return CostPrior(plant.operators, plant.batch_overhead_s, source="the plant's own costs")
+
+
 def simulate_configuration(controller: str, params: Mapping[str, Any], schedule: Schedule, plant: PlantConfig, *,
                            slo_latency_s: float, slo_target: float = 0.95, duration_s: float | None = None,
                            knows_schedule: bool = False, judge_latency_s: float | None = None,
                            noise_seed: int | Sequence[int] | None = None,
                            placement: tuple[str, Mapping[str, Any]] | None = None, keyed_operator: str | None = None,
-                           key_groups: int = 128, capacity_table: Any = None, predictor: Any = None
-                           ) -> SimulatedRun:
+                           key_groups: int = 128, capacity_table: Any = None, predictor: Any = None,
+                           cost_prior: CostPrior | None = None) -> SimulatedRun:
     """`controller` with `params` on the plant for the schedule's workload (its whole duration unless given).
 
     knows_schedule: bind the schedule into the controller's context, as a Spark run does for the oracle only.
@@ -50,12 +56,14 @@ def simulate_configuration(controller: str, params: Mapping[str, Any], schedule:
     (simulator/key_groups.py), beside the parallelism controller as on Spark.
     capacity_table: the multi-level benchmark's table, for `multilevel` (the caller resolves it, as a Spark run does).
     predictor: a load predictor handed to the controller as a Spark run hands a registered one over (jobs.predictors
-    loads it; the caller does, so the plant itself reads no registry)."""
+    loads it; the caller does, so the plant itself reads no registry).
+    cost_prior: the costs a calibration measured, handed over as a Spark run hands over its calibration's
+    (`calibrated_prior` gives the plant's own, as an exact calibration would measure them)."""
     operators = tuple(op.name for op in plant.operators)
     ctl = build_controller(controller, params, operators, plant.max_degree)
     ctl.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=slo_latency_s, slo_target=slo_target,
                         max_degree=plant.max_degree, schedule=schedule if knows_schedule else None,
-                        slots=plant.slots, capacity_table=capacity_table, predictor=predictor,
+                        slots=plant.slots, capacity_table=capacity_table, predictor=predictor, cost_prior=cost_prior,
                         duration_s=float(schedule.spec.duration_s if duration_s is None else duration_s)))
     keyed = None
     if placement is not None:

@@ -82,6 +82,8 @@ def record_configuration(recorder: RunRecorder, config: RunConfig, controller: C
         "spark.master": config.master or "(spark-submit)",
         **{f"spark.conf.{k}": v for k, v in spark_settings(config, controller_settings).items()},
         "ledger_window_batches": config.ledger_window_batches,
+        # what the guards size a batch with before they have measured one (jobs.cost_prior)
+        "cost_prior": config.cost_prior.source if config.cost_prior is not None else "none",
         "host_scaling": config.host_scaling, "host_provisioning_delay_s": config.host_provisioning_delay_s,
         **controller.run_params(),
     })
