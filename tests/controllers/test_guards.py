@@ -9,6 +9,7 @@ import pytest
 
 from controllers import ConfigError, ControlLoop, OperatorMetrics, RunContext, Snapshot, build_controller
 from controllers.base import config_label, registered, search_space_of
+from controllers.cost_model import CostPrior
 from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards
 from jobs.config import param_value
 from params.declare import check_params
@@ -496,6 +497,73 @@ def test_burst_sizing_stays_out_of_the_way_when_the_batch_fits_is_switched_off_o
     assert off.at_batch_start(20000, 2.5, {op: 1 for op in OPS}) is None  # the published DS2: decisions after batches
 
 
+# ---- before any measured batch: the calibrated costs; after the load stops: the least vector --------------------------
+
+def _prior(enrich_s=350e-6, others_s=5e-6, overhead_s=0.3):
+    """Calibrated costs: enrich 350 µs per record, the others 5 µs, 0.3 s per batch (what a calibration reports)."""
+    return CostPrior(tuple(OperatorModel(op, enrich_s if op == "enrich" else others_s, task_overhead_s=0.0)
+                           for op in OPS), overhead_s, source="a test calibration")
+
+
+def test_the_first_batch_of_a_run_that_opens_on_a_burst_is_sized_on_the_calibrated_costs():
+    """Nothing measured yet: without a prior the run's first batch reads whatever waits at the vector it has (on
+    Spark, the held-out Azure code trace's opening burst: 30,000-35,000 events at degree 1, about 6 s, every event
+    of it and of the next batch late); with the calibration's costs it is sized as any later burst batch is, and the
+    decision says on what."""
+    ones = {op: 1 for op in OPS}
+    for calibrated in (True, False):
+        ds2 = build_controller("ds2", {"calibrated_start": calibrated}, OPS, 8)
+        ds2.bind(RunContext(trigger_s=T, slo_latency_s=SLO_S, slots=4, cost_prior=_prior()))
+        loop = ControlLoop(ds2)
+        degrees = loop.at_batch_start(-1, 2.0, 20000, oldest_wait_s=2.0)
+        if not calibrated:
+            assert degrees == ones and not loop.log
+            continue
+        [record] = loop.log
+        assert record.changed and degrees["enrich"] >= 3 and "on the calibrated costs" in record.reason
+        d = record.details
+        assert d["guard.burst_calibrated"] == 1.0
+        # 20,000 x 350 µs = 7 s of enrich at degree 1, 0.3 s fixed: the budget is the SLO less the 2 s waited
+        assert d["guard.burst_predicted_current_s"] == pytest.approx(0.3 + 20000 * (350e-6 + 3 * 5e-6))
+        assert d["guard.burst_predicted_s"] * 1.1 <= d["guard.burst_budget_s"] == pytest.approx(3.0)
+    # no calibration (or one that does not cover the operators): as before
+    for prior in (None, CostPrior(_prior().operators[:2], 0.3)):
+        ds2 = build_controller("ds2", {}, OPS, 8)
+        ds2.bind(RunContext(trigger_s=T, slo_latency_s=SLO_S, slots=4, cost_prior=prior))
+        assert ds2.at_batch_start(20000, 2.0, ones, 2.0) is None
+    # once a batch was measured, its costs size the next burst, not the calibration's
+    ds2, loop = _steady_ds2()
+    ds2.guards.bind(SLO_S, cost_prior=_prior(enrich_s=1e-3))
+    loop.at_batch_start(2, 6.5, 20000)
+    assert loop.log[-1].details["guard.burst_calibrated"] == 0.0
+    assert loop.log[-1].details["guard.burst_predicted_current_s"] == pytest.approx(0.3 + 10 * 0.7)
+
+
+def test_after_a_batch_during_which_nothing_arrived_the_vector_falls_to_the_least_at_once():
+    """The load stopped: the next batch runs only when events arrive, and burst sizing sizes it as it starts, so a
+    vector held until then is paid for nothing (the silence is charged at it). Held-out Azure code in the plant:
+    DS2 held parse 1, enrich 4, aggregate 2 through a 25-s silence after the opening burst."""
+    raised = {op: 1 for op in OPS} | {"enrich": 4, "aggregate": 2}
+    silent = replace(snap(raised, batch_id=5, time_s=12.0, batch_s=1.5, records=9000, backlog=0), arrivals=0)
+    for release in (True, False):
+        ds2, loop = _steady_ds2(idle_release=release)
+        loop.degrees = dict(raised)
+        for i in (3, 4):  # a burst of 8,000 ev/s at the raised vector, read as it came
+            loop.step(snap(raised, batch_id=i, time_s=2.0 * (i + 1), rate=8000, batch_s=1.5, backlog=0))
+        after = loop.step(silent)
+        if release:
+            assert after == {op: 1 for op in OPS} and loop.log[-1].details["guard.idle_release"] == 1
+            assert "nothing arrived during the batch and nothing waits" in loop.log[-1].reason
+        else:  # DS2's sustained rate (the median of three batches) is still the burst's
+            assert after == raised
+    # something waiting, or something arriving: no release
+    ds2, loop = _steady_ds2()
+    loop.degrees = dict(raised)
+    for i, snapshot in enumerate((replace(silent, backlog=500), replace(silent, arrivals=10))):
+        loop.step(replace(snapshot, batch_id=6 + i, time_s=14.0 + 2 * i))
+        assert "guard.idle_release" not in loop.log[-1].details
+
+
 def spikes(seed):
     """1,000 ev/s with spikes of 20,000 ev/s lasting 1-2 s every 10-30 s, Poisson arrivals."""
     return {"name": "spikes", "profile": "random_peaks", "duration_s": 180, "seed": seed, "arrivals": "poisson",
@@ -599,3 +667,27 @@ def test_capacity_a_scale_up_added_for_a_backlog_goes_once_the_backlog_is_draine
         assert released and released[0].changed, controller
         peak = max(b.snapshot.degrees["enrich"] for b in result.batches)
         assert result.batches[-1].snapshot.degrees["enrich"] < peak, controller
+
+
+def test_on_load_that_opens_on_a_burst_and_falls_silent_the_calibration_and_the_idle_release_pay():
+    """On/off load that opens on a burst (3 s of 20,000 ev/s every 30 s, nothing between: the held-out Azure code
+    trace's shape) in the plant, DS2 with the default guards against the same without a calibration and without the
+    idle release: the calibrated first batch keeps the opening burst within the SLO, and the silences are paid at
+    the least vector instead of the burst's."""
+    spec = {"name": "on-off", "profile": "periodic_peaks", "duration_s": 90, "seed": 1, "arrivals": "poisson",
+            "params": {"base": 0, "peak": 20000, "peak_s": 3, "trough_s": 27, "first_peak_s": 0}}
+    schedule = Schedule(parse_workload(spec, source="test"))
+    prior = CostPrior(PLANT.operators, PLANT.batch_overhead_s, source="the plant's own costs")
+
+    def measured(params, cost_prior):
+        ctl = build_controller("ds2", params, OPS, PLANT.max_degree)
+        ctl.bind(RunContext(trigger_s=2.0, slo_latency_s=SLO_S, slots=PLANT.slots, cost_prior=cost_prior))
+        result = simulate(replace(PLANT, trigger_phase_s=1.5), schedule, ControlLoop(ctl), 90.0)
+        return float(np.mean(result.latencies() <= SLO_S)), result.slot_seconds
+
+    slo, cost = measured({}, prior)
+    slo_cold, _ = measured({}, None)
+    slo_off, _ = measured({"calibrated_start": False}, prior)
+    _, cost_held = measured({"idle_release": False}, prior)
+    assert slo >= slo_cold + 0.2 and slo_off == slo_cold  # 100 % against 67 %
+    assert cost <= 0.85 * cost_held  # 327 against 431 slot-s

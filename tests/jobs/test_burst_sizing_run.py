@@ -85,3 +85,38 @@ def test_settled_the_job_holds_one_vector_for_the_spikes_from_the_arrival_profil
     # raised and held: no return, at most one raise per spike (burst sizing: a raise and a return each, 6)
     assert len(changes) <= 3 and all(sum(d["after"].values()) > sum(d["before"].values()) for d in changes)
     assert all(0.0 <= d["details"]["guard.settle_attainment_current"] <= 1.0 for d in changes)
+
+
+def test_a_burst_before_any_measured_batch_is_sized_on_the_calibration(tracking_uri, mlflow_client, tmp_path):
+    """A run that opens on a burst, with a calibration of this master (ELASTIC_CALIBRATION): the batch that reads it
+    comes before any batch large enough to measure, and burst sizing sizes it on the calibrated costs instead of
+    reading it at degree 1 (the held-out Azure code trace's opening burst); the run records which calibration."""
+    import yaml
+
+    calibration = tmp_path / "oracle.yaml"
+    calibration.write_text(yaml.safe_dump({"controller": "oracle", "params": {
+        "service_s": {"parse": 10e-6, "enrich": 155e-6, "aggregate": 15e-6, "sink": 5e-6},
+        "task_overhead_s": 0.002, "batch_overhead_s": 0.1, "keyed": {"aggregate": True},
+        "calibration_run": "test-calibration"}, "calibration": {"measured": {"master": "local[4]",
+                                                                            "at": 1795000000.0}}}))
+    workload = tmp_path / "w.yaml"
+    workload.write_text("name: opening-burst\nduration_s: 16\nseed: 4\nstreams:\n"
+                        "- {name: base, profile: constant, params: {rate: 50}}\n"
+                        "- {name: burst, profile: flash_crowd, params: {base: 0, peak: 50000, at_s: 1, rise_s: 0.5, "
+                        "decay_s: 0.3}}\n")
+    proc = run_cli(["--controller", "ds2", "--workload", str(workload), "--tracking-uri", tracking_uri,
+                    "--experiment", "it-prior", "--output-dir", str(tmp_path / "job"), "--quiet"],
+                   env={"ELASTIC_CALIBRATION": str(calibration)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = only_run(mlflow_client, "it-prior")
+    assert run.info.status == "FINISHED" and run.data.metrics["records_lost"] == 0
+    assert run.data.params["cost_prior"].startswith("calibration run test-calibration on local[4]")
+    decisions = [json.loads(line) for line in open(download_artifacts(
+        run_id=run.info.run_id, artifact_path="decisions.jsonl", tracking_uri=tracking_uri))]
+    first = next(d for d in decisions if d["changed"])
+    assert first["reason"].startswith("at batch start: burst") and "on the calibrated costs" in first["reason"], \
+        [d["reason"] for d in decisions]
+    assert first["details"]["guard.burst_calibrated"] == 1.0 and first["after"]["enrich"] >= 2
+    batches = artifact_table(mlflow_client, run, "batches.parquet", tmp_path).set_index("batch_id")
+    reading = batches.loc[first["batch_id"] + 1]
+    assert reading["records_read"] >= 5000 and reading["tasks_enrich"] == first["after"]["enrich"]
