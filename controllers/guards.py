@@ -39,7 +39,16 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   instead until no batch has needed it for that long (for an engine where a change restarts the job). A batch at
   other degrees than the last one's runs longer than the last batch's costs predict (on Spark it plans a new shuffle
   layout and starts new tasks: 8.5-13 % measured), so a raised vector, and a current one the last review changed,
-  must fit the budget with `burst_headroom` to spare.
+  must fit the budget with `burst_headroom` to spare. Before any batch large enough to measure (`min_records`) —
+  the run's first, which on a trace that opens on a burst reads it — the costs come from the run's calibration
+  where it has one (`calibrated_start`; `RunContext.cost_prior`, jobs/cost_prior.py: the costs `python -m
+  jobs.calibrate` measured on this master for these operators, written as a nominal batch, `prior_batch`); without
+  one such a batch runs at the vector it has (stop 55).
+- **Idle release** (`idle_release`): after a batch during which nothing arrived and that left nothing waiting, every
+  operator goes to `min_degree` at once, before any other review. Spark runs no batch until events arrive, and burst
+  sizing sizes that batch as it starts; a vector held until then is charged through the silence for nothing (on the
+  held-out Azure code trace DS2 held a burst's vector through a 25-s silence: the sustained rate, a median of three
+  batches, still remembered the burst). Continuous load never has such a batch (stop 55).
 
 - **Settle** (`settle`, off by default): a few-actions mode for engines where a change restarts the job. The guards
   hold the least vector (found greedily) that, replayed over the arrivals of the last `settle_memory_s` on the

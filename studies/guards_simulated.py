@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 
 from analysis.stats import bootstrap_mean
-from simulator.evaluate import simulate_configuration
+from simulator.evaluate import calibrated_prior, simulate_configuration
 from simulator.plant import OperatorModel, PlantConfig
 from workloads import Schedule, WorkloadError, load_workload, parse_workload
 
@@ -98,7 +98,7 @@ GUARD_MODES = (("off", False, {}), ("on, no burst sizing", True, {"burst_sizing"
 def run_once(controller: str, guards: bool, arrivals: Schedule, params: dict[str, Any] | None = None,
              plant: PlantConfig = PLANT, duration_s: float = DURATION_S) -> Outcome:
     run = simulate_configuration(controller, {"guards": guards, **(params or {})}, arrivals, plant,
-                                 slo_latency_s=SLO_LATENCY_S, duration_s=duration_s)
+                                 slo_latency_s=SLO_LATENCY_S, duration_s=duration_s, cost_prior=calibrated_prior(plant))
     return Outcome(run.scaling_actions, run.slo_attainment, run.cost_slot_seconds)
 
 

@@ -47,7 +47,7 @@ from analysis.tuning.space import SearchSpace, SpaceError, split_composite, spli
 from controllers import ConfigError, config_label, validate_config
 from controllers.placement import build_placement, placement_label
 from params.declare import ParamError
-from simulator.evaluate import SimulatedRun, simulate_configuration
+from simulator.evaluate import SimulatedRun, calibrated_prior, simulate_configuration
 from simulator.plant import PlantConfig
 from workloads import Schedule
 
@@ -144,7 +144,7 @@ def evaluate(controller: str, params: dict[str, Any], schedules: Sequence[Schedu
         simulate_configuration(name, own, s, plant, slo_latency_s=slo_latency_s, slo_target=slo_target,
                                judge_latency_s=headroom * slo_latency_s, noise_seed=noise_seed,
                                placement=(placement, placed) if placement else None, keyed_operator=keyed_operator,
-                               capacity_table=table)
+                               capacity_table=table, cost_prior=calibrated_prior(plant))
         for s in schedules for noise_seed in (noise_seeds_of(s, draws) if plant.noisy else [None])]
     attainment = np.array([r.slo_attainment for r in runs])
     return Screened(params, composite_label(controller, params),
