@@ -45,7 +45,7 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   jobs.calibrate` measured on this master for these operators, written as a nominal batch, `prior_batch`); without
   one such a batch runs at the vector it has (stop 55).
 - **Idle release** (`idle_release`): after a batch during which nothing arrived and that left nothing waiting, every
-  operator goes to `min_degree` at once, before any other review. Spark runs no batch until events arrive, and burst
+  operator goes to `min_degree` at once, before any other review but excluded periods. Spark runs no batch until events arrive, and burst
   sizing sizes that batch as it starts; a vector held until then is charged through the silence for nothing (on the
   held-out Azure code trace DS2 held a burst's vector through a 25-s silence: the sustained rate, a median of three
   batches, still remembered the burst). Continuous load never has such a batch (stop 55).
@@ -979,7 +979,7 @@ class Guards:
         if p["settle"]:
             return self._settle_review(snapshot, reason, details)
         proposal_changes = want != current
-        if p["idle_release"] and snapshot.arrivals == 0 and snapshot.backlog == 0:
+        if p["idle_release"] and snapshot.arrivals == 0 and snapshot.backlog == 0 and self._excluded(t) is None:
             # the load stopped: Spark runs no batch until events arrive, and burst sizing sizes that batch as it
             # starts, so what the vector holds until then is paid for nothing (a silence is charged at it)
             idle = {op: p["min_degree"] for op in self.operators}

@@ -556,6 +556,12 @@ def test_after_a_batch_during_which_nothing_arrived_the_vector_falls_to_the_leas
             assert "nothing arrived during the batch and nothing waits" in loop.log[-1].reason
         else:  # DS2's sustained rate (the median of three batches) is still the burst's
             assert after == raised
+    # ... but not in an excluded period (no scaling there, whatever the load)
+    ds2, loop = _steady_ds2(excluded_periods="10-20")
+    loop.degrees = dict(raised)
+    for i in (3, 4):
+        loop.step(snap(raised, batch_id=i, time_s=2.0 * (i + 1), rate=8000, batch_s=1.5, backlog=0))
+    assert loop.step(silent) == raised and "guard.idle_release" not in loop.log[-1].details
     # something waiting, or something arriving: no release
     ds2, loop = _steady_ds2()
     loop.degrees = dict(raised)
