@@ -48,7 +48,7 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   operator goes to `min_degree` at once, before any other review but excluded periods. Spark runs no batch until events arrive, and burst
   sizing sizes that batch as it starts; a vector held until then is charged through the silence for nothing (on the
   held-out Azure code trace DS2 held a burst's vector through a 25-s silence: the sustained rate, a median of three
-  batches, still remembered the burst). Continuous load never has such a batch (stop 55).
+  batches, still remembered the burst). Load without silences rarely has such a batch (stop 55).
 
 - **Settle** (`settle`, off by default): a few-actions mode for engines where a change restarts the job. The guards
   hold the least vector (found greedily) that, replayed over the arrivals of the last `settle_memory_s` on the
