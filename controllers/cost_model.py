@@ -40,6 +40,15 @@ class OperatorModel:
     keyed: bool = False  # its input is shuffled by key: it always starts a stage of its own
 
 
+def calibrated_models(params: Mapping[str, Any], operators: Sequence[str]) -> tuple[OperatorModel, ...]:
+    """The operators' models from the parameters `python -m jobs.calibrate` writes (the oracle's: service_s per
+    operator, and selectivity, task_overhead_s, task_launch_s, keyed where given), in `operators`' order."""
+    selectivity, keyed = params.get("selectivity") or {}, params.get("keyed") or {}
+    return tuple(OperatorModel(op, float(params["service_s"][op]), float(selectivity.get(op, 1.0)),
+                               float(params.get("task_overhead_s", 0.0)), float(params.get("task_launch_s", 0.0)),
+                               bool(keyed.get(op))) for op in operators)
+
+
 def operator_timing(op: OperatorModel, records: int, degree: int, slots: int) -> tuple[float, float]:
     """(span_s, busy_s) of one operator for one batch."""
     per_task = records * op.service_s / degree + op.task_overhead_s

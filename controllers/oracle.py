@@ -31,7 +31,7 @@ from typing import Any, Mapping
 from controllers.base import Controller, Param, Rule, register
 from controllers.common_params import MIN_DEGREE, at_most_max_degree
 from controllers.cost_model import ArrivalSchedule as Arrivals
-from controllers.cost_model import OperatorModel, joins_predecessor, operator_timing
+from controllers.cost_model import OperatorModel, calibrated_models, joins_predecessor, operator_timing
 from controllers.guards import vector_text
 from controllers.types import Decision, RunContext, Snapshot
 from params.run import RUN_SETTINGS
@@ -125,9 +125,7 @@ class OracleController(Controller):
     def __init__(self, params: Mapping[str, Any], operators, max_degree: int):
         super().__init__(params, operators, max_degree)
         p = self.params
-        self.models = tuple(OperatorModel(op, float(p["service_s"][op]), float(p["selectivity"].get(op, 1.0)),
-                                          p["task_overhead_s"], p["task_launch_s"], bool(p["keyed"].get(op)))
-                            for op in self.operators)
+        self.models = calibrated_models(p, self.operators)
         self.slots = min(p["slots"], max_degree) if p["slots"] else max_degree
         self.arrivals: Arrivals | None = None
         self.trigger_s = 1.0

@@ -10,15 +10,11 @@ confidence, which is worse than sizing late.
 """
 from __future__ import annotations
 
-import datetime as dt
-import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-import yaml
-
-from controllers.cost_model import CostPrior, OperatorModel
-from jobs.floor import CALIBRATION, CALIBRATION_ENV
+from controllers.cost_model import CostPrior, calibrated_models
+from jobs.floor import this_masters_calibration
 from jobs.topology import DEFAULT_TOPOLOGY, Topology
 
 
@@ -30,29 +26,18 @@ def operator_costs(topology: Topology) -> list[dict[str, Any]]:
 
 
 def calibrated_prior(master: str | None, topology: Topology | None, path: Path | None = None) -> CostPrior | None:
-    """The calibration at `path` ($ELASTIC_CALIBRATION, else jobs.calibrate's default file) as a CostPrior, when it
-    was measured on `master` for `topology`'s operators (a calibration that does not record them was measured on the
-    default topology); None when there is none, it is unreadable, or it was measured for another master or query."""
-    if topology is None:
+    """This master's calibration (jobs.floor.this_masters_calibration) as a CostPrior, when it was measured for
+    `topology`'s operators (a calibration that does not record them was measured on the default topology); None
+    when there is none, it is unreadable, or it was measured for another master or query."""
+    found = None if topology is None else this_masters_calibration(master, path)
+    if found is None:
         return None
-    path = Path(path or os.environ.get(CALIBRATION_ENV) or CALIBRATION)
+    params, measured, path, when = found
+    if measured.get("topology", operator_costs(DEFAULT_TOPOLOGY)) != operator_costs(topology):
+        return None
     try:
-        raw: Any = yaml.safe_load(path.read_text())
-        params: Mapping[str, Any] = raw["params"]
-        measured: Mapping[str, Any] = (raw.get("calibration") or {}).get("measured") or {}
-        where = str(measured.get("master") or "").strip()
-        calibrated_ops = measured.get("topology", operator_costs(DEFAULT_TOPOLOGY))
-        if not where or where != (master or "").strip() or calibrated_ops != operator_costs(topology):
-            return None
-        service, selectivity, keyed = params["service_s"], params.get("selectivity") or {}, params.get("keyed") or {}
-        models = tuple(OperatorModel(op.name, float(service[op.name]), float(selectivity.get(op.name, 1.0)),
-                                     float(params.get("task_overhead_s", 0.0)), float(params.get("task_launch_s", 0.0)),
-                                     bool(keyed.get(op.name, op.keyed))) for op in topology.operators)
-        overhead = float(params["batch_overhead_s"])
-    except (OSError, yaml.YAMLError, TypeError, KeyError, ValueError, AttributeError):
+        models, overhead = calibrated_models(params, topology.names), float(params["batch_overhead_s"])
+    except (TypeError, KeyError, ValueError, AttributeError):
         return None
-    at = measured.get("at")
-    when = (dt.datetime.fromtimestamp(float(at), dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-            if isinstance(at, (int, float)) else "an unknown time")
-    run = params.get("calibration_run") or "?"
-    return CostPrior(models, overhead, source=f"calibration run {run} on {where} at {when} ({path})")
+    return CostPrior(models, overhead, source=f"calibration run {params.get('calibration_run') or '?'} on "
+                                             f"{measured['master']} at {when} ({path})")

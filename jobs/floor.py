@@ -22,15 +22,16 @@ CALIBRATION = LOCAL_STATE / "calibration" / "oracle.yaml"  # where jobs.calibrat
 CALIBRATION_ENV = "ELASTIC_CALIBRATION"
 
 
-def measured_floor(master: str | None, path: Path | None = None) -> tuple[float, str] | None:
-    """(floor in seconds, how it was measured) from the calibration at `path` ($ELASTIC_CALIBRATION, else
-    jobs.calibrate's default file) when it was measured on `master`; None when there is none, it is unreadable or
-    it was measured elsewhere."""
+def this_masters_calibration(master: str | None, path: Path | None = None
+                             ) -> tuple[dict[str, Any], dict[str, Any], Path, str] | None:
+    """(params, measured, path, when) of the calibration at `path` ($ELASTIC_CALIBRATION, else jobs.calibrate's
+    default file) when it was measured on `master`; None when there is none, it is unreadable or it was measured
+    elsewhere. The one reader of that file before a run: its latency floor (here) and its controllers' cost prior
+    (jobs.cost_prior) check the same master the same way."""
     path = Path(path or os.environ.get(CALIBRATION_ENV) or CALIBRATION)
     try:
-        raw: Any = yaml.safe_load(Path(path).read_text())
-        floor = float(raw["params"]["batch_overhead_s"])
-        measured = raw.get("calibration", {}).get("measured", {})
+        raw: Any = yaml.safe_load(path.read_text())
+        params, measured = dict(raw["params"]), dict(raw.get("calibration", {}).get("measured", {}))
     except (OSError, yaml.YAMLError, TypeError, KeyError, ValueError, AttributeError):
         return None
     where = str(measured.get("master") or "")
@@ -39,5 +40,19 @@ def measured_floor(master: str | None, path: Path | None = None) -> tuple[float,
     at = measured.get("at")
     when = (dt.datetime.fromtimestamp(float(at), dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
             if isinstance(at, (int, float)) else "an unknown time")
-    return floor, (f"the fixed cost of every micro-batch, measured by `python -m jobs.calibrate` on {where} at "
-                   f"{when} ({path})")
+    return params, measured, path, when
+
+
+def measured_floor(master: str | None, path: Path | None = None) -> tuple[float, str] | None:
+    """(floor in seconds, how it was measured) from this master's calibration (`this_masters_calibration`); None
+    without one, or where it has no usable batch overhead."""
+    found = this_masters_calibration(master, path)
+    if found is None:
+        return None
+    params, measured, path, when = found
+    try:
+        floor = float(params["batch_overhead_s"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    return floor, (f"the fixed cost of every micro-batch, measured by `python -m jobs.calibrate` on "
+                   f"{measured['master']} at {when} ({path})")

@@ -16,9 +16,9 @@ Cases: the guard study's trace windows (three Google, three Alibaba) and random-
 guards_simulated), the bursty suite's five workloads and the nightly suite's two (each at seed 1), skipped with the
 reason where ../shared/traces is absent; the study's plant with noise (studies.burst_wait_budget.NOISY); the oracle
 on the same noisy run; the controllers get the plant's own costs as their calibration (`calibrated_start`), as the
-suite's Spark runs get the calibration the oracle needs. Per case and configuration: mean actions, SLO attainment, cost ÷ the oracle's, and whether
-the three tests hold: actions <= half the published DS2's (or none), cost <= 1.6x, SLO within 5 points of the
-oracle's. The defaults of `settle` were chosen on these cases (settle_target 0.99 / 0.995 / 0.999, settle_down_s
+suite's Spark runs get the calibration the oracle needs. Per case and configuration: mean actions, SLO attainment,
+cost ÷ the oracle's, and whether the three tests hold: actions <= half the published DS2's (or none), cost <= 1.6x,
+SLO within 5 points of the oracle's. The defaults of `settle` were chosen on these cases (settle_target 0.99 / 0.995 / 0.999, settle_down_s
 0 / 60, settle_memory_s 120 / 300 were compared here): they are not a held-out result, the Spark runs of the bursty
 suite are (docs/bursty.md).
 """

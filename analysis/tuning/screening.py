@@ -140,11 +140,12 @@ def evaluate(controller: str, params: dict[str, Any], schedules: Sequence[Schedu
     own, placed = split_values(controller, params)
     table = (capacity_table(str(own.get("table", "latest")), tuple(op.name for op in plant.operators))
              if name == "multilevel" else None)
+    prior = calibrated_prior(plant)  # the confirmation runs on Spark have the calibration the plant is made from
     runs: list[SimulatedRun] = [
         simulate_configuration(name, own, s, plant, slo_latency_s=slo_latency_s, slo_target=slo_target,
                                judge_latency_s=headroom * slo_latency_s, noise_seed=noise_seed,
                                placement=(placement, placed) if placement else None, keyed_operator=keyed_operator,
-                               capacity_table=table, cost_prior=calibrated_prior(plant))
+                               capacity_table=table, cost_prior=prior)
         for s in schedules for noise_seed in (noise_seeds_of(s, draws) if plant.noisy else [None])]
     attainment = np.array([r.slo_attainment for r in runs])
     return Screened(params, composite_label(controller, params),
