@@ -67,6 +67,9 @@ class BatchProcessor:
         self.events_recorded = 0
         self.prev_end_s = None
         self.due_at_prev_end = 0
+        # the Python workers' last activity (wall time a batch ended) and whether one runs now: jobs.keep_warm
+        self.last_batch_end: float | None = None
+        self.batch_running = False
         self.rows: list[dict[str, Any]] = []
         self.startup_batches = 0
         self.first_spark_batch: int | None = None
@@ -82,6 +85,20 @@ class BatchProcessor:
         self.batch_assignment: tuple[int, ...] = ()
 
     def __call__(self, df, spark_batch_id: int) -> None:
+        self.batch_running = True
+        try:
+            self._batch(df, spark_batch_id)
+        finally:
+            self.batch_running, self.last_batch_end = False, time.time()
+
+    def next_batch_in_s(self) -> float | None:
+        """Seconds until the next unread event is due (None: none left), so about when the next batch runs."""
+        if self.anchor_us is None or self.next_event >= self.schedule.total_events:
+            return None
+        due_us = int(self.schedule.arrival_us(self.next_event, self.next_event + 1)[0]) + self.anchor_us
+        return due_us / US - time.time()
+
+    def _batch(self, df, spark_batch_id: int) -> None:
         if self.anchor_us is None:
             # Spark always runs a first batch when a query starts, before the clock (anchor) exists. The source
             # serves no events until the anchor file is written, and the anchor is set here before that file,

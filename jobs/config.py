@@ -67,6 +67,7 @@ class RunConfig:
     summary_json: str | None = None
     lead_in_s: float = RUN_SETTINGS["lead_in_s"].default
     drain_timeout_s: float = RUN_SETTINGS["drain_timeout_s"].default
+    keep_warm_s: float = RUN_SETTINGS["keep_warm_s"].default
     ledger_window_batches: int = RUN_SETTINGS["ledger_window_batches"].default
     # a placement controller (controllers.placement) hosted beside the parallelism controller, moving the keyed
     # operator's key groups between its partitions; None keeps Spark's hash placement

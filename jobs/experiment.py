@@ -25,16 +25,22 @@ from jobs.actuators.placement import CANDIDATES, KeyGroupRouting
 from jobs.batch import BatchProcessor, format_progress
 from jobs.config import RunConfig
 from jobs.errors import RunFailed, disk_full_reason
+from jobs.keep_warm import KeepWarm
 from jobs.metrics import ProgressListener
 from jobs.paths import OUTPUT_MARKER
 from jobs.recording.recorder import LOCAL_STATE
 from jobs.recording.run_record import finish_run, open_run, record_configuration
 from jobs.recording.summary import slo_out_of_reach
 from jobs.stopping import RunStopped, StopSignals
-from jobs.spark_session import PACKAGES as PROJECT_PACKAGES, controller_spark_settings, package_code, start_spark, warm_up
+from jobs.spark_session import (PACKAGES as PROJECT_PACKAGES, controller_spark_settings, package_code,
+                                run_query_once, start_spark, warm_up)
 from jobs.trigger_grid import trigger_phase_s
 from params.units import US
 from workloads import Schedule
+
+
+KEEP_WARM_EVENTS = 100  # what a keep-warm ping runs through the query: one task per stage, a few milliseconds of work
+KEEP_WARM_CLEARANCE_S = 2.0  # beyond the trigger: no ping when a batch is due sooner (a ping takes well under that)
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -120,6 +126,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         ship_query_module(config.query_module)
         warm_up(spark, config.spec, schedule_state, config.job_query,
                 min(config.max_degree, sc.defaultParallelism), output / "warm-up", config.chain_operators)
+        keep_warm = make_keep_warm(config, controller, controller_settings, spark, schedule_state, recorder)
         listener = ProgressListener()
         spark.streams.addListener(listener)
         ops = config.job_query.names
@@ -134,7 +141,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             f"{config.trigger_s:g}s, controller {config.controller}, initial degrees {loop.degrees}")
         with stop.deferred():
             drained, pruned = wait_for_schedule(query, processor, schedule, anchor_us / US + config.spec.duration_s,
-                                                config, log, stop)
+                                                config, log, stop, keep_warm)
         stop.raise_if_stopped()
         query.stop()
         exc = query.exception()
@@ -146,7 +153,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             processor.finish()
         actuators.wind_down()
         return finish_run(config, recorder, processor, schedule, listener.snapshot(), output, drained,
-                          sc.defaultParallelism, actuators, log, pruned=pruned)
+                          sc.defaultParallelism, actuators, log, pruned=pruned,
+                          extra_summary=keep_warm.summary() if keep_warm is not None else None)
     except BaseException as exc:
         detail = "".join(traceback.format_exception(exc))
         reason = disk_full_reason(detail, {"run's output": str(output), "artifact store": recorder.artifact_uri,
@@ -167,6 +175,24 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             spark.stop()
         if actuators is not None:
             actuators.release_hosts()  # the workers this run added go, whatever happened
+
+
+def make_keep_warm(config: RunConfig, controller: controllers.Controller, controller_settings: dict[str, str],
+                   spark, schedule_state: str, recorder) -> KeepWarm | None:
+    """The keep-warm pings for this run (jobs.keep_warm), or None: off by --keep-warm 0, or because the
+    controller changes executors (pings would keep every executor busy, so none would ever be idle to release).
+    The run records which, as the parameter `keep_warm`."""
+    if config.keep_warm_s <= 0:
+        recorder.log_params({"keep_warm": "off"})
+        return None
+    if controller.initial_executors() is not None or \
+            controller_settings.get("spark.dynamicAllocation.enabled") == "true":
+        recorder.log_params({"keep_warm": "off: the controller changes executors"})
+        return None
+    recorder.log_params({"keep_warm": f"every {config.keep_warm_s:g} s of no batch"})
+    return KeepWarm(lambda: run_query_once(spark, config.spec, schedule_state, config.job_query, 1, KEEP_WARM_EVENTS,
+                                           config.chain_operators),
+                    interval_s=config.keep_warm_s, clearance_s=config.trigger_s + KEEP_WARM_CLEARANCE_S)
 
 
 def ship_query_module(module) -> None:
@@ -227,7 +253,8 @@ def start_clock(query, processor: BatchProcessor, actuators, anchor_file: Path, 
 
 def wait_for_schedule(query, processor: BatchProcessor, schedule: Schedule, end_of_schedule: float,
                       config: RunConfig, log: Callable[[str], None],
-                      stop: StopSignals | None = None) -> tuple[bool, str | None]:
+                      stop: StopSignals | None = None, keep_warm: KeepWarm | None = None
+                      ) -> tuple[bool, str | None]:
     """Wait until every scheduled event is processed (drained), the drain timeout passed, or — with
     config.stop_when_slo_unreachable — the SLO target is out of reach (pruned: the reason).
     Returns (drained, pruned). A stop signal noted meanwhile raises RunStopped here, between two Spark calls."""
@@ -236,6 +263,8 @@ def wait_for_schedule(query, processor: BatchProcessor, schedule: Schedule, end_
             return False, None
         if stop is not None:
             stop.raise_if_stopped()
+        if keep_warm is not None:
+            keep_warm.tick(time.time(), processor.last_batch_end, processor.batch_running, processor.next_batch_in_s())
         if config.stop_when_slo_unreachable:
             pruned = slo_out_of_reach(processor.events_recorded, processor.within_slo, schedule.total_events,
                                       config.slo_target)

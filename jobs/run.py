@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         _setting(s, name)
     s.add_argument("--master", default=None, help="Spark master (default local[4]; under spark-submit: its --master)")
     for name in ("trigger_s", "source_partitions", "max_events_per_batch", "lead_in_s", "drain_timeout_s",
-                 "ledger_window_batches"):
+                 "keep_warm_s", "ledger_window_batches"):
         _setting(s, name)
     s.add_argument("--no-chaining", dest="chain_operators", action="store_false",
                    help="give every operator its own stage, even where a shuffle would change nothing (by default "
@@ -223,6 +223,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
         summary_json=args.summary_json, lead_in_s=args.lead_in_s, drain_timeout_s=args.drain_timeout_s,
+        keep_warm_s=args.keep_warm_s,
         ledger_window_batches=args.ledger_window_batches,
         placement=args.placement, key_groups=args.key_groups,
         placement_params={k: param_value(v) for k, v in _pairs(args.placement_param, "--placement-param").items()},

@@ -93,8 +93,14 @@ def warm_up(spark, spec, schedule_state: str, query: Query, degree: int, scratch
             chaining: bool = True) -> None:
     """Read a few thousand events through the replay source, run the operators on them and write them as the sink
     does, so Python workers, the source's generator and the writer have started before the clock starts."""
+    commit_batch(scratch, 0, run_query_once(spark, spec, schedule_state, query, degree, 4000, chaining))
+
+
+def run_query_once(spark, spec, schedule_state: str, query: Query, degree: int, events: int,
+                   chaining: bool = True):
+    """The query's operators at `degree` on the schedule's first `events` events, read as a batch (not the
+    stream's source): the warm-up, and the keep-warm ping (jobs.keep_warm). Returns the output as Arrow."""
     df = (spark.read.format("workload_replay").option("spec", spec.to_json()).option("schedule_state", schedule_state)
-          .option("stop", "4000").load())
-    table = apply_query(df, query, {op: degree for op in query.names}, chaining=chaining,
-                        context=batch_context(spec, schedule_state)).toArrow()
-    commit_batch(scratch, 0, table)
+          .option("stop", str(events)).load())
+    return apply_query(df, query, {op: degree for op in query.names}, chaining=chaining,
+                       context=batch_context(spec, schedule_state)).toArrow()

@@ -21,6 +21,10 @@ RUN_SETTINGS: dict[str, Param] = {
                                   minimum=0),
     "lead_in_s": Param(float, 1.0, "seconds between the query's start and the first event", minimum=0.0),
     "drain_timeout_s": Param(float, 60.0, "seconds to keep processing backlog after the schedule ends", minimum=0.0),
+    "keep_warm_s": Param(float, 30.0, "while no batch has run for this long, a tiny job through the query keeps "
+                         "Spark's Python workers alive (Spark stops idle ones after 60 s, and the batch after a "
+                         "longer silence pays their start again; jobs/keep_warm.py); 0: off", minimum=0.0,
+                         maximum=45.0),
     "key_groups": Param(int, 128, "key groups the keyed operator's keys are hashed into, the unit a placement "
                         "controller moves between partitions (--placement)", minimum=1),
     "ledger_window_batches": Param(int, 3, "batches after an action over which the decision ledger compares what "

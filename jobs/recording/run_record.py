@@ -183,7 +183,7 @@ def write_decisions(artifacts: Path, log: list[DecisionRecord], actuators: list[
 
 def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Schedule, progress: dict,
                output: Path, drained: bool, cores: int, actuators, log: Callable[[str], None],
-               pruned: str | None = None) -> dict[str, Any]:
+               pruned: str | None = None, extra_summary: dict[str, float] | None = None) -> dict[str, Any]:
     """Summarise the run, write its artifacts and end it FINISHED — or KILLED with tag `pruned` (the reason) when it
     was stopped early because its SLO target was out of reach: its figures are those of a partial run, recorded to
     show why it stopped, never compared as a complete one. Returns the summary."""
@@ -204,6 +204,7 @@ def finish_run(config: RunConfig, recorder: RunRecorder, processor, schedule: Sc
     ledger = ledger_rows(decisions, processor.rows, config.ledger_window_batches)
     summary.update(ledger_summary(ledger))
     summary.update(actuators.summary())
+    summary.update(extra_summary or {})
     errors = recorder.flush()
     summary["metric_logging_errors"] = len(errors)
     summary["metric_write_retries"] = recorder.write_retries

@@ -52,6 +52,7 @@ def run_main(argv, capsys):
         (["--controller", "static", "--placement", "souravlas", "--placement-param", "sub_cluster_size=1"],
          "sub_cluster_size must be at least 2: a sub-cluster of one partition has no target"),
         (["--controller", "static", "--key-groups", "0"], "--key-groups must be >= 1, got 0"),
+        (["--controller", "static", "--keep-warm", "50"], "--keep-warm must be <= 45.0, got 50.0"),
         (["--controller", "static", "--placement", "souravlas"],
          "--placement souravlas: controller 'static' keeps the keyed operator 'aggregate' at degree 1"),
         (["--controller", "threshold", "--max-degree", "1", "--placement", "sousa"],

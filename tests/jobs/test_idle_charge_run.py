@@ -1,6 +1,8 @@
 """A silence on real Spark: Spark skips the triggers with no new data, the batch table says how long
 (`idle_after_s`), and the run's cost charges that time at the vector decided after the batch before it
-(jobs/recording/summary.py: charged_slot_seconds), not at the one that batch ran with."""
+(jobs/recording/summary.py: charged_slot_seconds), not at the one that batch ran with. Through the silence the
+driver pings the Python workers (jobs/keep_warm.py; every 3 s of no batch here, so the 10-s silence has room for
+one): the pings are recorded, and they run no micro-batch and leave the batch table and the output as they were."""
 import pytest
 
 from tests.support import artifact_table, only_run, run_cli
@@ -20,10 +22,13 @@ def test_a_silence_is_found_in_the_batch_table_and_charged_at_the_held_vector(tr
     changes = "{" + ", ".join(f"{b}: {{enrich: {2 if b % 2 == 0 else 1}}}" for b in range(20)) + "}"
     proc = run_cli(["--controller", "scripted", "--param", f"changes={changes}", "--workload", str(workload),
                     "--tracking-uri", tracking_uri, "--experiment", "it-idle", "--output-dir", str(tmp_path / "job"),
-                    "--quiet"])
+                    "--keep-warm", "3", "--quiet"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = only_run(mlflow_client, "it-idle")
     assert run.info.status == "FINISHED" and run.data.metrics["records_lost"] == 0
+    assert run.data.metrics["records_duplicated"] == 0
+    assert run.data.params["keep_warm"] == "every 3 s of no batch"
+    assert run.data.metrics["keep_warm_pings"] >= 1 and run.data.metrics["keep_warm_ping_s"] > 0
     batches = artifact_table(mlflow_client, run, "batches.parquet", tmp_path)
     gap = batches["interval_in_force_s"].idxmax()  # the batch before the silence
     assert batches.loc[gap, "idle_after_s"] > 6.0, batches[["start_s", "time_s", "idle_after_s"]]
