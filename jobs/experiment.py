@@ -39,7 +39,7 @@ from params.units import US
 from workloads import Schedule
 
 
-KEEP_WARM_EVENTS = 100  # what a keep-warm ping runs through the query: one task per stage, a few milliseconds of work
+KEEP_WARM_EVENTS = 100  # what a keep-warm ping runs through the query: a few milliseconds of work per task
 KEEP_WARM_CLEARANCE_S = 2.0  # beyond the trigger: no ping when a batch is due sooner (a ping takes well under that)
 
 
@@ -126,7 +126,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         ship_query_module(config.query_module)
         warm_up(spark, config.spec, schedule_state, config.job_query,
                 min(config.max_degree, sc.defaultParallelism), output / "warm-up", config.chain_operators)
-        keep_warm = make_keep_warm(config, controller, controller_settings, spark, schedule_state, recorder)
+        keep_warm = make_keep_warm(config, controller, controller_settings, spark, schedule_state, recorder,
+                                   min(config.max_degree, sc.defaultParallelism))
         listener = ProgressListener()
         spark.streams.addListener(listener)
         ops = config.job_query.names
@@ -178,10 +179,11 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
 
 
 def make_keep_warm(config: RunConfig, controller: controllers.Controller, controller_settings: dict[str, str],
-                   spark, schedule_state: str, recorder) -> KeepWarm | None:
+                   spark, schedule_state: str, recorder, degree: int = 1) -> KeepWarm | None:
     """The keep-warm pings for this run (jobs.keep_warm), or None: off by --keep-warm 0, or because the
     controller changes executors (pings would keep every executor busy, so none would ever be idle to release).
-    The run records which, as the parameter `keep_warm`."""
+    A ping runs at `degree` (the warm-up's: the slots), so that on a cluster its tasks reach every executor's
+    workers, each executor's factory timing out on its own. The run records which, as the parameter `keep_warm`."""
     if config.keep_warm_s <= 0:
         recorder.log_params({"keep_warm": "off"})
         return None
@@ -190,8 +192,8 @@ def make_keep_warm(config: RunConfig, controller: controllers.Controller, contro
         recorder.log_params({"keep_warm": "off: the controller changes executors"})
         return None
     recorder.log_params({"keep_warm": f"every {config.keep_warm_s:g} s of no batch"})
-    return KeepWarm(lambda: run_query_once(spark, config.spec, schedule_state, config.job_query, 1, KEEP_WARM_EVENTS,
-                                           config.chain_operators),
+    return KeepWarm(lambda: run_query_once(spark, config.spec, schedule_state, config.job_query, degree,
+                                           KEEP_WARM_EVENTS, config.chain_operators),
                     interval_s=config.keep_warm_s, clearance_s=config.trigger_s + KEEP_WARM_CLEARANCE_S)
 
 
