@@ -1,7 +1,7 @@
 """Keeping Spark's Python workers alive through a silence in the load.
 
 Spark's PythonWorkerFactory stops its pooled, idle Python workers once it has seen no activity for one minute
-(`IDLE_WORKER_TIMEOUT_NS`, hard-coded, checked every 10 s; Spark 4.0). A streaming query runs no micro-batch
+(`IDLE_WORKER_TIMEOUT_NS`, hard-coded, checked every 10 s; Spark 4.2 here). A streaming query runs no micro-batch
 while nothing arrives, so after a silence of more than a minute the next batch starts its Python workers again.
 On this machine that batch took 3.9 s for 3,396 events where the same batch takes about 0.8 s, and the one after
 it, at degree 4, 4.1 s for 6,793 (the three workers it added started in its first stage): Alibaba LoRA, whose
@@ -9,8 +9,8 @@ runs skip 100 s of triggers, stop 56. No controller can size for that — it is 
 — and burst sizing took the cold batch's fixed cost as the next one's.
 
 So while no batch has run for `interval_s`, the driver runs a tiny batch job through the same query (the
-warm-up's, on 100 events, at the warm-up's degree, so that on a cluster its tasks reach each executor, whose
-factory times out on its own): a task taking a pooled worker and giving it back is activity, and the factory
+warm-up's, on 100 events, at the warm-up's degree, so that on a cluster its tasks are spread over the executors,
+each of whose factories times out on its own; not measured on a cluster): a task taking a pooled worker and giving it back is activity, and the factory
 keeps every idle worker. Not when a batch is due within `clearance_s` (the ping would take slots
 from it), nor when the controller changes executors (a job every half minute keeps an executor from ever being
 idle, so Spark's dynamic allocation would never release one). The project's choice is 30 s: half the timeout,
