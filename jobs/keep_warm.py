@@ -10,9 +10,9 @@ runs skip 100 s of triggers, stop 56. No controller can size for that — it is 
 
 So while no batch has run for `interval_s`, the driver runs a tiny batch job through the same query (the
 warm-up's, on 100 events, at the warm-up's degree, so that on a cluster its tasks are spread over the executors,
-each of whose factories times out on its own; not measured on a cluster): a task taking a pooled worker and giving it back is activity, and the factory
-keeps every idle worker. Not when a batch is due within `clearance_s` (the ping would take slots
-from it), nor when the controller changes executors (a job every half minute keeps an executor from ever being
+each of whose factories times out on its own; not measured on a cluster): a task taking a pooled worker and
+giving it back is activity, and the factory keeps every idle worker. Not when a batch is due within
+`clearance_s` (the ping would take slots from it), nor when the controller changes executors (a job every half minute keeps an executor from ever being
 idle, so Spark's dynamic allocation would never release one). The project's choice is 30 s: half the timeout,
 so that the 10-s check and a ping skipped for a due batch still leave a margin.
 """
