@@ -102,9 +102,14 @@ def test_a_burst_before_any_measured_batch_is_sized_on_the_calibration(tracking_
     workload = tmp_path / "w.yaml"
     workload.write_text("name: opening-burst\nduration_s: 16\nseed: 4\nstreams:\n"
                         "- {name: base, profile: constant, params: {rate: 50}}\n"
-                        "- {name: burst, profile: flash_crowd, params: {base: 0, peak: 50000, at_s: 1, rise_s: 0.5, "
+                        "- {name: burst, profile: flash_crowd, params: {base: 0, peak: 100000, at_s: 1, rise_s: 0.5, "
                         "decay_s: 0.3}}\n")
-    proc = run_cli(["--controller", "ds2", "--workload", str(workload), "--tracking-uri", tracking_uri,
+    # Whatever the trigger phase: a review never raises (threshold's scale-up ratio out of reach; DS2's review would
+    # raise after a small batch that saw the burst arrive, before the batch that reads it), and a batch that reads
+    # only the burst's first events is too small to measure (min_records), so the batch that reads the burst is
+    # always preceded by no measured one
+    proc = run_cli(["--controller", "threshold", "--param", "scale_up_ratio=100", "--param", "min_records=20000",
+                    "--workload", str(workload), "--tracking-uri", tracking_uri,
                     "--experiment", "it-prior", "--output-dir", str(tmp_path / "job"), "--quiet"],
                    env={"ELASTIC_CALIBRATION": str(calibration)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
