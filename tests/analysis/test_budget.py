@@ -34,8 +34,11 @@ def test_what_is_spent_is_the_runs_wall_time_failed_and_running_ones_included(su
     assert spent_minutes(client, parent) == 0
     child(client, exp, parent, 2.0)
     child(client, exp, parent, 1.5, status="FAILED")  # a failed attempt used the cluster too
+    created = time.time()
     child(client, exp, parent, 0.5, running=True)
-    assert spent_minutes(client, parent) == pytest.approx(4.0, abs=0.02)
+    spent = spent_minutes(client, parent)
+    # the running one counts until now: on a loaded machine the calls above take seconds, so the bound grows with them
+    assert 4.0 - 0.02 <= spent <= 4.0 + (time.time() - created) / 60 + 0.02
 
 
 def test_a_case_starts_only_while_it_fits_and_a_skipped_case_is_named(suite):
