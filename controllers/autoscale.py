@@ -47,6 +47,8 @@ from controllers.common_params import (INITIAL_DEGREE, INITIAL_DEGREES, LEARNED_
 from params.declare import Choices, SearchRange
 from controllers.forecast import WARMUP, LastValuePredictor, PaperPredictor
 from controllers.forecast_guard import GuardedPredictor
+from controllers.guard_layer import GuardLayer
+from controllers.guards import GUARD_PARAMS, GUARD_RULES
 from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
 from controllers.types import Decision, RunContext, Snapshot
 
@@ -139,7 +141,7 @@ class _OperatorHistory:
 
 
 @register
-class AutoscaleController(Controller):
+class AutoscaleController(GuardLayer, Controller):
     name = "autoscale"
     SLOT_AWARE = True
     summary = "AUTOSCALE (EGC 2017): predicted load / capacity per operator, decision tables, scale before congestion"
@@ -167,7 +169,8 @@ class AutoscaleController(Controller):
         "max_p": Param(int, 0, "maxP, the largest degree of any operator; 0: the run's max degree", 0),
         "min_degree": MIN_DEGREE,
         "parallel_slots": Param(int, 0, "cap the degree counted in the capacity at the tasks that can run at once "
-                                        "(cf. the paper's eq. 4, p. 61); 0: no cap, as in the paper", 0),
+                                        "(cf. the paper's eq. 4, p. 61); 0: no cap, as in the paper. With guards "
+                                        "on it also bounds the degrees (0: the run's slots do)", 0),
         "predictor": Param(str, "paper", "load predictor: 'paper' (OLS on the last iteration), 'last-value' "
                                          "(naive), or 'registry' (the MLflow model `predictor_model@"
                                          "predictor_alias`, loaded by the run)",
@@ -176,6 +179,9 @@ class AutoscaleController(Controller):
         "initial_degree": INITIAL_DEGREE.but(doc="degree of every operator not in initial_degrees (1: ConfMin)"),
         "initial_degrees": INITIAL_DEGREES.but(doc="per-operator first degrees, e.g. {enrich: 3} (ConfExpt)"),
         **EXECUTOR_PARAMS,
+        # the guard layer (controllers/guards.py): on by default, `guards=false` is the paper exactly; min_degree
+        # and parallel_slots are AUTOSCALE's own above, and the guards read them
+        **{name: param for name, param in GUARD_PARAMS.items() if name not in ("min_degree", "parallel_slots")},
     }
     RULES = (
         below("theta_min", "theta_max"),
@@ -184,10 +190,12 @@ class AutoscaleController(Controller):
              v["min_degree"] <= (min(v["max_p"], c.max_degree) if v["max_p"] else c.max_degree),
              "min_degree ({min_degree}) exceeds maxP (max_p {max_p}, or max_degree {max_degree} when 0)"),
         *EXECUTOR_RULES,
+        *GUARD_RULES,
     )
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
+        self._make_guards()
         p = self.params
         self.max_p = min(p["max_p"], max_degree) if p["max_p"] else max_degree
         # the project's topologies are chains; a DAG would pass its own predecessor lists here
@@ -215,6 +223,7 @@ class AutoscaleController(Controller):
         operator's arrivals are their own series. The paper's and the naive predictors never are (a registry that
         fell back to the paper's predictor hands that over), so the paper's behaviour is reproduced exactly."""
         super().bind(context)
+        self._bind_guards(context)
         if context.predictor is not None:
             self.predictor = context.predictor
             self.predictor_note = context.predictor_warning
@@ -251,6 +260,10 @@ class AutoscaleController(Controller):
         self._period_n += 1
 
     def decide(self, snapshot: Snapshot) -> Decision:
+        return self._reviewed(snapshot, self._propose)
+
+    def _propose(self, snapshot: Snapshot) -> Decision:
+        """The paper's decision: an iteration's tables once Δ has passed, else the current degrees."""
         if self._period_start is None:
             self._period_start = snapshot.time_s - snapshot.interval_s
         self._observe(snapshot)

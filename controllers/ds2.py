@@ -52,7 +52,8 @@ from typing import Callable, Mapping
 
 from controllers.base import Controller, Param, register
 from controllers.common_params import SEARCHED_INITIAL_DEGREE, at_most_max_degree
-from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards, catch_up_rate, vector_text
+from controllers.guard_layer import GuardLayer
+from controllers.guards import GUARD_PARAMS, GUARD_RULES, catch_up_rate, vector_text
 from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
 from params.declare import SearchRange
 from controllers.types import Decision, RunContext, Snapshot
@@ -86,7 +87,7 @@ def least_cost_vector(stage_s: Callable[[str, int], float], operators: tuple[str
 
 
 @register
-class DS2Controller(Controller):
+class DS2Controller(GuardLayer, Controller):
     name = "ds2"
     SLOT_AWARE = True
     summary = "DS2 rate-based scaling (Flink's autoscaler), all operators in one step, for micro-batches"
@@ -106,12 +107,11 @@ class DS2Controller(Controller):
         self._window: deque[Snapshot] = deque(maxlen=self.params["window_batches"])
         self._lower_since: float | None = None
         self._last_change_batch = -1
-        self.guards = Guards(self.params, self.operators, max_degree)
+        self._make_guards()
 
     def bind(self, context: RunContext) -> None:
         super().bind(context)
-        self.guards.bind(context.slo_latency_s, *self.slot_fitter.guard_slots(), horizon_s=context.duration_s,
-                         cost_prior=context.cost_prior)
+        self._bind_guards(context)
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: min(self.max_degree, max(self.params["initial_degree"], self.params["min_degree"]))
@@ -201,8 +201,7 @@ class DS2Controller(Controller):
     def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int],
                        oldest_wait_s: float | None = None,
                        recent_arrivals: tuple[int, ...] | None = None) -> Decision | None:
-        decision = self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0,
-                                           oldest_wait_s, time_s, recent_arrivals)
+        decision = super().at_batch_start(pending, time_s, degrees, oldest_wait_s, recent_arrivals)
         if decision is not None:
             # the batch that starts runs at these degrees: DS2's window of measurements at the current degrees
             # starts with it

@@ -23,18 +23,17 @@ still decides whether to act and on which operator, and:
 """
 from __future__ import annotations
 
-from typing import Mapping
-
 from controllers.base import Controller, Param, register
 from controllers.common_params import COOLDOWN_S, SEARCHED_INITIAL_DEGREE, at_most_max_degree, below
-from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards
+from controllers.guard_layer import GuardLayer
+from controllers.guards import GUARD_PARAMS, GUARD_RULES
 from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
 from params.declare import Choices, SearchRange
 from controllers.types import Decision, RunContext, Snapshot
 
 
 @register
-class ThresholdController(Controller):
+class ThresholdController(GuardLayer, Controller):
     name = "threshold"
     SLOT_AWARE = True
     summary = "scale the bottleneck up when batch time / trigger >= up, the idlest down when <= down, with a cooldown"
@@ -57,29 +56,17 @@ class ThresholdController(Controller):
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
         self._last_action_s: float | None = None
-        self.guards = Guards(self.params, self.operators, max_degree)
+        self._make_guards()
 
     def bind(self, context: RunContext) -> None:
         super().bind(context)
-        self.guards.bind(context.slo_latency_s, *self.slot_fitter.guard_slots(), horizon_s=context.duration_s,
-                         cost_prior=context.cost_prior)
+        self._bind_guards(context)
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: max(self.params["initial_degree"], self.params["min_degree"]) for op in self.operators}
 
-    def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int],
-                       oldest_wait_s: float | None = None,
-                       recent_arrivals: tuple[int, ...] | None = None) -> Decision | None:
-        return self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0,
-                                       oldest_wait_s, time_s, recent_arrivals)
-
     def decide(self, snapshot: Snapshot) -> Decision:
-        if not self.guards.enabled:
-            decision = self._rule(snapshot)
-        else:
-            self.guards.observe(snapshot)
-            proposal = self._rule(snapshot)
-            decision = self.guards.review(snapshot, proposal.degrees, proposal.reason, proposal.details)
+        decision = self._reviewed(snapshot, self._rule)
         if dict(decision.degrees) != snapshot.degrees:
             self._last_action_s = snapshot.time_s
         return decision

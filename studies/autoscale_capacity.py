@@ -159,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     params, recorded, records = spark_run(args.run_id, tracking_uri)
     schedule = Schedule(parse_workload(recorded["workload"], source=f"run {args.run_id}"))
     name, seed = schedule.spec.name, schedule.spec.seed
-    settings = recorded["controller"]["params"]
+    # a run records every parameter resolved; one without `guards` ran before AUTOSCALE had the guard layer (stop 57)
+    settings = {"guards": False, **recorded["controller"]["params"]}
     predictor = None
     if settings.get("predictor") == "registry":
         from studies.autoscale_thresholds import load_predictor

@@ -134,12 +134,13 @@ def test_the_bursty_suite_in_the_repository_is_valid():
         pytest.skip(f"the bursty suite replays real traces; none at {traces_dir()} (set ELASTIC_TRACES_DIR)")
     request = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty.yaml")
     assert request.include_oracle and len(request.workloads) == 5 and request.seeds == (1, 2, 3)
-    assert {"ds2", "ds2:guards=false", "threshold", "threshold:guards=false"} <= set(request.variants)
+    assert {"ds2", "ds2:guards=false", "threshold", "threshold:guards=false", "autoscale",
+            "autoscale:guards=false"} <= set(request.variants)
     # the predictor goal's suite (issue #23) replays the same workloads, without the oracle, at the same SLO
     predictors = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty_predictors.yaml")
     assert predictors.workloads == request.workloads and not predictors.include_oracle
-    assert set(predictors.variants) == {"autoscale", "autoscale:predictor=registry",
-                                        "autoscale:predictor=registry,predictor_alias=conservative"}
+    assert set(predictors.variants) == {"autoscale:guards=false", "autoscale:guards=false,predictor=registry",
+                                        "autoscale:guards=false,predictor=registry,predictor_alias=conservative"}
     assert (predictors.slo_latency_s, predictors.duration_s) == (request.slo_latency_s, request.duration_s)
     # the held-out traces: other workloads, the same rule and judgement, each one replaying 2,000 ev/s on average
     heldout = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty_heldout.yaml")

@@ -45,7 +45,7 @@ def test_another_registered_alias_is_shown_beside_the_champion_for_reference(tmp
                  (conservative, "a", seed, 0.95, 120.0, "guarded(load-predictor@conservative=v2)")]
     uri, parent = fabricate(tmp_path, rows)
     text = "\n".join(goals(uri, [parent]))
-    assert "| `autoscale:predictor=registry,predictor_alias=conservative` (registered model) | 2 | 95.0" in text
+    assert f"| `{conservative}` (registered model) | 2 | 95.0" in text
     assert f"`{conservative}` paired over 2 seed(s): cost 1.200 [1.200, 1.200]x the paper's" in text
     assert "over 1 workload(s), 2 pair(s): cost 0.800 [0.800, 0.800]x the paper's, SLO attainment -5.0" in text
     assert text.splitlines()[-2] == f"for reference, `{conservative}` against the paper's OLS the same way:"

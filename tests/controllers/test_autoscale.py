@@ -13,6 +13,8 @@ from controllers.forecast import (WARMUP, LastValuePredictor, LearnedPredictor, 
 from simulator.plant import chain, simulate
 
 OPS = ("parse", "enrich", "aggregate", "sink")
+# the paper exactly: the guard layer off (it is on by default since stop 57; tests/controllers/test_guard_layer.py)
+PAPER = {"guards": False}
 
 
 # Table 1 (§4.1, p. 62): rows = trend, columns = activity class
@@ -138,7 +140,7 @@ def test_one_iteration_by_hand():
     nothing. Then a 3x busier enrich is critical and is sized by ceil(2 x NdA).
     """
     degrees = {"parse": 1, "enrich": 2, "aggregate": 1, "sink": 1}
-    ctl = build_controller("autoscale", {"initial_degrees": {"enrich": 2}}, OPS, 8)
+    ctl = build_controller("autoscale", {"initial_degrees": {"enrich": 2}, **PAPER}, OPS, 8)
     decisions = []
     for k in range(5):
         arrivals = 1000 + 200 * k
@@ -180,7 +182,7 @@ def test_bad_configurations_name_the_parameter(params, message):
 
 
 def test_unread_events_reach_each_operator_through_the_selectivities_upstream():
-    ctl = build_controller("autoscale", {"period_s": 2.0}, OPS, 8)
+    ctl = build_controller("autoscale", {"period_s": 2.0, **PAPER}, OPS, 8)
     degrees = dict.fromkeys(OPS, 1)
     records = {"parse": 1000, "enrich": 1000, "aggregate": 1000, "sink": 250}
     s = snap(0, 2.0, 1000, degrees, dict.fromkeys(OPS, 0.01), backlog=4000)
@@ -231,8 +233,8 @@ def test_the_papers_qualitative_results_on_the_plant_model():
     """§5.2's results (pp. 65-66) on the plant. Only what the method guarantees is asserted: a linear extrapolation
     with ceil(d x NdA) sizing (NdA -> 1, no headroom) lags an exponential rise, so latency is bounded but not low."""
     runs = {"min": run_on_plant("static", {}), "expt": run_on_plant("static", {"degrees": {"enrich": 5}}),
-            "as_min": run_on_plant("autoscale", {}),
-            "as_expt": run_on_plant("autoscale", {"initial_degrees": {"enrich": 5}})}
+            "as_min": run_on_plant("autoscale", PAPER),
+            "as_expt": run_on_plant("autoscale", {"initial_degrees": {"enrich": 5}, **PAPER})}
     p99 = {name: float(np.percentile(r.latencies(), 99)) for name, r in runs.items()}
     # ConfMin congests (enrich at 1 holds ~1,700 ev/s of the 5,000 peak); ConfExpt absorbs the peak
     assert p99["min"] > 100 and p99["expt"] < 5, p99

@@ -244,7 +244,7 @@ def test_autoscale_guards_a_learned_predictor_and_says_so():
 
 
 def test_autoscale_without_the_guard_uses_the_model_throughout():
-    ctl = build_controller("autoscale", {"predictor_guard": False}, OPS, 8)
+    ctl = build_controller("autoscale", {"predictor_guard": False, "guards": False}, OPS, 8)
     ctl.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, predictor=TripleLastValue()))
     iterations = [d for d in drive(ctl, 40) if d.reason.startswith("iteration of")]
     assert ctl.run_tags() == {"predictor": "load-predictor@champion=v9"}

@@ -1,5 +1,6 @@
-"""AUTOSCALE from the run entry point on real Spark: one decision per iteration, and a registry predictor that is
-not there falls back to the paper's predictor with the reason recorded on the MLflow run."""
+"""AUTOSCALE from the run entry point on real Spark, as a user runs it (the guard layer on): one decision of its own
+per iteration, changes between iterations only by the guards, and a registry predictor that is not there falls back
+to the paper's predictor with the reason recorded on the MLflow run."""
 import pytest
 import json
 
@@ -37,5 +38,11 @@ def test_autoscale_run_with_an_empty_registry_records_its_fallback(tracking_uri,
     times = [d["time_s"] for d in iterations]
     assert all(later - earlier >= PERIOD_S - 0.002 for earlier, later in zip(times, times[1:])), times  # (ms rounding)
     in_progress = [d for d in decisions if d["reason"].startswith("iteration in progress")]
-    assert in_progress and len(in_progress) + len(iterations) == len(decisions), [d["reason"] for d in decisions]
-    assert all(d["before"] == d["after"] for d in in_progress), "degrees only change at the end of an iteration"
+    at_starts = [d for d in decisions if d["reason"].startswith("at batch start")]  # the guards' burst sizing
+    assert in_progress and len(in_progress) + len(iterations) + len(at_starts) == len(decisions), \
+        [d["reason"] for d in decisions]
+    # AUTOSCALE's own degrees change only at the end of an iteration; in between, only the guards change them
+    assert all(d["before"] == d["after"] or "guards:" in d["reason"] for d in in_progress), \
+        [d["reason"] for d in in_progress]
+    assert all("burst:" in d["reason"] for d in at_starts), [d["reason"] for d in at_starts]
+    assert run.data.params["controller.guards"] == "True"

@@ -26,8 +26,10 @@ class Alarmist:
 
 def test_autoscale_forecasts_with_the_predictor_handed_over_as_a_spark_run_hands_a_registered_one():
     alarmist = Alarmist()
-    own = simulate_configuration("autoscale", {}, STEADY, PLANT, slo_latency_s=5.0)
-    handed = simulate_configuration("autoscale", {}, STEADY, PLANT, slo_latency_s=5.0, predictor=alarmist)
+    # the paper's AUTOSCALE: the guard layer's band would hold the alarmist's scale-outs on a load the vector carries
+    own = simulate_configuration("autoscale", {"guards": False}, STEADY, PLANT, slo_latency_s=5.0)
+    handed = simulate_configuration("autoscale", {"guards": False}, STEADY, PLANT, slo_latency_s=5.0,
+                                    predictor=alarmist)
     assert alarmist.calls > 0
     # the paper's OLS sees a steady load it can carry; the alarmist's forecasts drive scale-outs
     assert handed.scaling_actions > own.scaling_actions and handed.cost_slot_seconds > own.cost_slot_seconds

@@ -22,7 +22,7 @@ def test_only_iterations_count_and_the_first_has_no_span():
 def test_on_the_plant_a_slot_is_credited_what_the_operator_can_do():
     spec = {**load_workload("step").to_dict(), "seed": 1}
     schedule = Schedule(parse_workload(spec, source="test"))
-    found = iterations(plant_records({"theta_min": 0.3, "theta_max": 0.8}, schedule, PLANT, None), OPS)
+    found = iterations(plant_records({"theta_min": 0.3, "theta_max": 0.8, "guards": False}, schedule, PLANT, None), OPS)
     assert len(found) >= 4
     enrich = next(op for op in PLANT.operators if op.name == "enrich")
     credited = [v for values in capacity_per_slot(found, "enrich").values() for v in values]

@@ -1,0 +1,85 @@
+"""The guard layer shared by the parallelism controllers (controllers/guard_layer.py): which controllers wear it,
+that AUTOSCALE's proposals go through the same review and batch-start sizing as DS2's and threshold's, that
+`guards=false` leaves the paper's AUTOSCALE untouched, that its options are checked by name, and on the plant model
+that the layer keeps AUTOSCALE's events on time through bursts shorter than its iteration."""
+import pytest
+
+from controllers import ConfigError, RunContext, build_controller
+from controllers.base import registered
+from controllers.guard_layer import GuardLayer
+from controllers.guards import GUARD_PARAMS
+from simulator.evaluate import calibrated_prior, simulate_configuration
+from studies.burst_wait_budget import NOISY
+from studies.guards_simulated import random_peaks
+from tests.controllers.test_guards import OPS, snap
+from workloads import Schedule, parse_workload
+
+
+def test_every_controller_declaring_the_guard_options_wears_the_layer():
+    declaring = sorted(name for name, cls in registered().items() if "guards" in cls.PARAMS)
+    assert {"ds2", "threshold", "autoscale"} <= set(declaring)
+    for name in declaring:
+        assert issubclass(registered()[name], GuardLayer), name
+        for option in GUARD_PARAMS:
+            assert option in registered()[name].PARAMS, (name, option)
+
+
+def autoscale(**params):
+    ctl = build_controller("autoscale", {"period_s": 10.0, **params}, OPS, 8)
+    ctl.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, max_degree=8, slots=4, duration_s=180.0))
+    return ctl
+
+
+def test_autoscale_meets_a_burst_at_the_batch_that_reads_it_between_two_iterations():
+    ctl = autoscale()
+    ctl.decide(snap(time_s=2.0, rate=1000, batch_s=0.6))  # measured: about 0.3 s of stages for 2,000 events
+    # 40,000 events waiting 4 s into a 10 s iteration: AUTOSCALE itself would wait for the iteration's end
+    decision = ctl.at_batch_start(40_000, 4.0, {op: 1 for op in OPS}, 0.5)
+    assert decision is not None and any(d > 1 for d in decision.degrees.values()), decision
+    assert decision.reason.startswith("burst:")
+    # the review after it (an iteration still in progress) returns to the vector before the burst
+    after = ctl.decide(snap(dict(decision.degrees), time_s=6.0, rate=1000, batch_s=0.6, backlog=0))
+    assert "iteration in progress" in after.reason and "guards: the burst batch is done" in after.reason
+    assert dict(after.degrees) == {op: 1 for op in OPS}
+
+
+def test_autoscale_with_guards_false_is_the_paper_alone():
+    ctl = autoscale(guards=False)
+    ctl.decide(snap(time_s=2.0, rate=1000, batch_s=0.6))
+    assert ctl.at_batch_start(40_000, 4.0, {op: 1 for op in OPS}, 0.5) is None
+    decisions = [ctl.decide(snap(time_s=t, rate=1000, batch_s=0.6)) for t in (4.0, 6.0, 8.0, 10.0, 12.0)]
+    assert not any("guards:" in d.reason for d in decisions)
+    assert not any(key.startswith("guard.") for d in decisions for key in d.details)
+
+
+def test_the_guards_review_autoscales_iteration():
+    """An iteration's scale-in inside the band is held by the guards, and said so; guards off, it is applied."""
+    def last_iteration(**params):
+        ctl = autoscale(period_s=2.0, reconfig_cost_s=0.0, **params)
+        decision = None
+        for t in (2.0, 4.0, 6.0):  # enrich at 4 on a load one task carries: AUTOSCALE's NdA is low, it scales in
+            decision = ctl.decide(snap({"enrich": 4}, time_s=t, rate=1000, batch_s=1.4))
+        return decision
+
+    paper, guarded = last_iteration(guards=False), last_iteration()
+    assert paper.degrees["enrich"] < 4, paper.reason
+    assert guarded.degrees["enrich"] == 4 and "within" in guarded.reason, guarded.reason
+
+
+@pytest.mark.parametrize("params, option", [({"utilization_band": 1.5}, "utilization_band"),
+                                            ({"catch_up_s": 0}, "catch_up_s"),
+                                            ({"stabilisation_s": -1}, "stabilisation_s"),
+                                            ({"excluded_periods": "60-30"}, "excluded_periods")])
+def test_autoscales_guard_options_are_checked_by_name(params, option):
+    with pytest.raises(ConfigError, match=option):
+        build_controller("autoscale", params, OPS, 8)
+
+
+def test_on_bursty_load_the_layer_keeps_autoscales_events_on_time():
+    """Random peaks of 4-15 s (shorter than or near AUTOSCALE's 10 s iteration) on the noisy plant, the controllers
+    given the plant's costs as a calibration: the paper's AUTOSCALE meets each peak an iteration late."""
+    arrivals = Schedule(parse_workload(random_peaks(1)))
+    runs = {guards: simulate_configuration("autoscale", {"guards": guards}, arrivals, NOISY, slo_latency_s=5.0,
+                                           noise_seed=0, cost_prior=calibrated_prior(NOISY))
+            for guards in (False, True)}
+    assert runs[False].slo_attainment < 0.7 and runs[True].slo_attainment > 0.95, runs
