@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 from analysis.suite import SuiteRequest
-from studies.guards_simulated import SLO_LATENCY_S, oracle_params, study_cases
-from studies.settle_actions import CATALOGUE, COST_CAP, SLO_SLACK, measure
+from studies.guards_simulated import SLO_LATENCY_S, study_cases
+from studies.settle_actions import CATALOGUE, COST_CAP, SLO_SLACK, comparison_table
 
 CONFIGURATIONS = (("autoscale:guards=false", "autoscale", {"guards": False}),
                   ("autoscale (default guards)", "autoscale", {}),
@@ -34,25 +34,12 @@ CONFIGURATIONS = (("autoscale:guards=false", "autoscale", {"guards": False}),
 def table(noise_seeds: int, catalogue: tuple[str, ...] | None = None) -> tuple[str, list[str]]:
     found, skipped = study_cases(CATALOGUE if catalogue is None else catalogue, "studies.autoscale_guards",
                                  windows=catalogue is None)
-    labels = [label for label, _, _ in CONFIGURATIONS]
-    lines = ["| workload | oracle SLO % | " + " | ".join(f"`{label}`: actions / SLO % / ÷ oracle" for label in labels)
-             + " |", "|---|---|" + "---|" * len(labels)]
-    met = {label: [0, 0, 0] for label in labels}
-    for name, arrivals in found:
-        _, oracle_slo, oracle_cost = measure("oracle", oracle_params(), arrivals, noise_seeds, knows=True)
-        cells = []
-        for label, controller, params in CONFIGURATIONS:
-            actions, slo, cost = measure(controller, params, arrivals, noise_seeds)
-            ratio = cost / oracle_cost
-            tests = (slo >= oracle_slo - SLO_SLACK, ratio <= COST_CAP)
-            for i, ok in enumerate((*tests, all(tests))):
-                met[label][i] += ok
-            cells.append(f"{actions:.1f} / {100 * slo:.1f} / {ratio:.2f}" + (" ✓" if all(tests) else ""))
-        lines.append(f"| {name} | {100 * oracle_slo:.1f} | " + " | ".join(cells) + " |")
-    lines += ["", f"Cases meeting each test, of {len(found)} (✓ above: both):", "",
-              "| configuration | SLO within 5 points | cost <= 1.6x the oracle | both |", "|---|---|---|---|"]
-    lines += [f"| `{label}` | " + " | ".join(str(n) for n in counts) + " |" for label, counts in met.items()]
-    return "\n".join(lines), skipped
+
+    def judge(actions, slo, ratio, oracle_slo, first_actions):
+        return slo >= oracle_slo - SLO_SLACK, ratio <= COST_CAP
+
+    return comparison_table(found, CONFIGURATIONS, noise_seeds, judge,
+                            ("SLO within 5 points", "cost <= 1.6x the oracle")), skipped
 
 
 def main(argv: list[str] | None = None) -> int:
