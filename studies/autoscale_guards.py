@@ -18,13 +18,10 @@ cost ÷ the oracle's; below, how many cases keep the SLO within 5 points of the 
 """
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from analysis.suite import SuiteRequest
-from studies.guards_simulated import SLO_LATENCY_S, study_cases
-from studies.settle_actions import CATALOGUE, COST_CAP, SLO_SLACK, comparison_table
+from studies.guards_simulated import study_cases
+from studies.settle_actions import CATALOGUE, COST_CAP, SLO_SLACK, comparison_table, study_main
 
 CONFIGURATIONS = (("autoscale:guards=false", "autoscale", {"guards": False}),
                   ("autoscale (default guards)", "autoscale", {}),
@@ -43,15 +40,7 @@ def table(noise_seeds: int, catalogue: tuple[str, ...] | None = None) -> tuple[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--noise-seeds", type=int, default=2, help="noisy runs per case (2)")
-    parser.add_argument("--suite", help="the workloads of this suite file alone (e.g. suites/bursty_heldout.yaml)")
-    args = parser.parse_args(argv)
-    suite = tuple(SuiteRequest.from_file(Path(args.suite)).workloads) if args.suite else None
-    text, skipped = table(args.noise_seeds, suite)
-    print(f"Plant: the guard study's, with noise; SLO latency {SLO_LATENCY_S:g} s; {args.noise_seeds} noise seeds per "
-          f"case; the oracle on the same noisy runs.\n")
-    print("\n".join([text, *skipped]))
+    study_main(argv, __doc__.splitlines()[0], table)
     return 0
 
 

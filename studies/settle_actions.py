@@ -135,8 +135,11 @@ def decision_cost(arrivals: Schedule, runs: int = 3) -> str:
             f"{1000 * per_batch['settle']:.2f} ms ({per_batch['settle'] / per_batch['default guards']:.1f}x)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def study_main(argv: list[str] | None, description: str,
+               table: Callable[[int, tuple[str, ...] | None], tuple[str, list[str]]]) -> tuple[str, ...] | None:
+    """A noisy-plant comparison's command line (--noise-seeds, --suite) and its printed table; the suite's workloads,
+    or None for the study's own cases."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--noise-seeds", type=int, default=2, help="noisy runs per case (2)")
     parser.add_argument("--suite", help="the workloads of this suite file alone (e.g. suites/bursty_heldout.yaml, "
                                         "the traces no setting was chosen on), instead of the study's cases")
@@ -146,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Plant: the guard study's, with noise; SLO latency {SLO_LATENCY_S:g} s; {args.noise_seeds} noise seeds per "
           f"case; the oracle on the same noisy runs.\n")
     print("\n".join([text, *skipped]))
-    if suite is None:
+    return suite
+
+
+def main(argv: list[str] | None = None) -> int:
+    if study_main(argv, __doc__.splitlines()[0], table) is None:
         found, _ = study_cases(("bursty-google-tasks",), "studies.settle_actions", windows=False)
         if found:
             print(f"\nOn bursty-google-tasks, {decision_cost(found[0][1])}")
