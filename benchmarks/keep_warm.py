@@ -47,10 +47,7 @@ def one_run(workload: Path, keep_warm_s: float | None, folder: Path, tag: str) -
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         raise SystemExit(f"run {tag} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    tables = list((folder / "mlartifacts").rglob("batches.parquet")) if (folder / "mlartifacts").exists() else []
-    tables += list(out.rglob("batches.parquet"))
-    newest = max(tables, key=lambda p: p.stat().st_mtime)
-    return pd.read_parquet(newest)
+    return pd.read_parquet(out / "artifacts" / "batches.parquet")  # the job leaves it there (jobs.calibrate reads it so)
 
 
 def after_silence(batches: pd.DataFrame) -> tuple[float, float, float, float]:
