@@ -26,8 +26,10 @@ class GuardLayer:
 
     guards: Guards
 
-    def _make_guards(self) -> None:
-        self.guards = Guards(self.params, self.operators, self.max_degree)
+    def _make_guards(self, operator_caps: Mapping[str, int] | None = None) -> None:
+        """`operator_caps`: upper bounds the controller's own configuration sets per operator (a policy's limits),
+        which the guards' burst sizing and bounds then respect too."""
+        self.guards = Guards(self.params, self.operators, self.max_degree, operator_caps)
 
     def _bind_guards(self, context: RunContext) -> None:
         slots, follow_live = self.slot_fitter.guard_slots() if self.slot_fitter is not None else (context.slots, True)

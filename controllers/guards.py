@@ -356,11 +356,15 @@ class Guards:
     methods call it too), size with `target_rate`, `stage_s`, `max_useful` or `catch_up_degree`, then `review` the
     proposal. `bind` hands over the run's latency bound."""
 
-    def __init__(self, params: Mapping[str, Any], operators: Sequence[str], max_degree: int):
+    def __init__(self, params: Mapping[str, Any], operators: Sequence[str], max_degree: int,
+                 operator_caps: Mapping[str, int] | None = None):
+        """`operator_caps`: per-operator upper bounds the controller's own configuration declares (a scaling
+        policy's `never_above` limits), which the guards' sizing and bounds respect as they do the slots."""
         self.params = {key: params[key] for key in GUARD_PARAMS}
         self.enabled = bool(self.params["guards"])
         self.operators = tuple(operators)
         self.max_degree = max_degree
+        self.operator_caps = dict(operator_caps or {})
         slots = self.params["parallel_slots"]
         self.cap = min(max_degree, slots) if slots else max_degree
         self.periods = parse_periods(self.params["excluded_periods"])
@@ -594,11 +598,18 @@ class Guards:
 
     # ---- sizing helpers ----
 
+    def cap_of(self, op: str) -> int:
+        """The bound on `op`'s degree: the slot bound, and the controller's own bound for it where it declares one
+        (never below min_degree)."""
+        own = self.operator_caps.get(op)
+        return self.cap if own is None else max(self.params["min_degree"], min(self.cap, own))
+
     def max_useful(self, op: str, current: int) -> int:
-        """The highest degree the guards allow for `op` now: the slot bound; while an ineffective-scaling block
-        holds, no higher than where scaling stopped helping (the block's starting degree) or than it is now."""
+        """The highest degree the guards allow for `op` now: its bound (`cap_of`); while an ineffective-scaling
+        block holds, no higher than where scaling stopped helping (the block's starting degree) or than it is now."""
         block = self.blocks.get(op)
-        return min(self.cap, max(block.old, current)) if block else self.cap
+        cap = self.cap_of(op)
+        return min(cap, max(block.old, current)) if block else cap
 
     def catch_up_degree(self, snapshot: Snapshot, op: str, target_rate: float) -> int | None:
         """The least degree (from min_degree) at which `op` carries `target_rate` (source events/s) with the batch
@@ -1001,7 +1012,7 @@ class Guards:
         # a controller whose own estimate counts the burst's arrivals (AUTOSCALE's iteration charge) proposes more
         # than the slots allow, and that must not keep the burst's vector (on Spark, Google 10x seed 1: every
         # operator held at 4 for 36 s after a single 2-s burst batch)
-        bounded = {op: min(max(want[op], p["min_degree"]), self.cap) for op in self.operators}
+        bounded = {op: min(max(want[op], p["min_degree"]), self.cap_of(op)) for op in self.operators}
         if before_burst is not None and any(current[op] > before_burst[op] for op in self.operators) \
                 and all(bounded[op] <= current[op] for op in self.operators):
             held = t - (self._burst_last_s if self._burst_last_s is not None else t)
@@ -1029,10 +1040,10 @@ class Guards:
         # bounds from slots
         floor = p["min_degree"]
         for op in self.operators:
-            bounded = min(max(want[op], floor), self.cap)
+            bounded = min(max(want[op], floor), self.cap_of(op))
             if bounded != want[op]:
                 details[f"guard.bounded.{op}"] = bounded
-                notes.append(f"{op} {want[op]} -> {bounded} (bounds [{floor}, {self.cap}])")
+                notes.append(f"{op} {want[op]} -> {bounded} (bounds [{floor}, {self.cap_of(op)}])")
                 want[op] = bounded
         # ineffective scaling
         for op, block in self.blocks.items():

@@ -13,6 +13,16 @@ rate = records the operator read per second (mean: per task); utilisation = busy
 by how long each degree was in force — mean over the tasks, or the busiest task with `aggregate: max`; latency = p99
 end-to-end of the last batch, ms; cpu = the job's processes on this host as a share of its cores (averaged over the
 period, capped at 100) and memory (the same for every operator: aggregate `job`).
+
+Both wear the guard layer (controllers/guard_layer.py), on by default as on every parallelism controller: a policy
+or the detector still decides when and what to scale at each sampling instant, and its proposal goes through the
+guards' review (bounds, band, stabilisation, ineffective scaling, reconfiguration cost, excluded periods); each
+batch start is sized for the events it is about to read (burst sizing), which a policy sampling every 5 s cannot
+do, and the burst's vector returns after its batch. The detector never scales in, so without the layer a burst
+holds its capacity to the run's end. `guards=false` is the thesis exactly (docs/seep.md's reproductions run so). The
+policy's own rule guards (`with_no_scale_out_since: 10`) apply to its own actions; its `never_above` limits bound
+the layer's sizing too (a limit is the user's resources: `Policy.upper_limits`), so a burst is sized within them,
+while an operator no limited rule scales is sized up to the slots like any other.
 """
 from __future__ import annotations
 
@@ -23,11 +33,13 @@ from typing import Any
 
 from controllers.base import ConfigError, Controller, Param, register
 from controllers.common_params import INITIAL_DEGREE, INITIAL_DEGREES, at_most_max_degree
+from controllers.guard_layer import GuardLayer
+from controllers.guards import GUARD_PARAMS, GUARD_RULES
 from params.declare import Choices, SearchRange
 from controllers.policy.catalogue import resolve_policy
 from controllers.policy.engine import PolicyEngine
 from controllers.policy.parse import PolicyError
-from controllers.types import Decision, Snapshot
+from controllers.types import Decision, RunContext, Snapshot
 
 
 @dataclass
@@ -100,7 +112,7 @@ class Sampler:
 
 
 @register
-class PolicyController(Controller):
+class PolicyController(GuardLayer, Controller):
     name = "seep-policy"
     summary = ("a user's scaling policy (SEEP thesis rules: action, factor, limit, AND-ed triggers, guard): a "
                "catalogue name or the policy's YAML/JSON")
@@ -110,8 +122,9 @@ class PolicyController(Controller):
                         identity=lambda text: resolve_policy(text).to_dict()),
         "initial_degree": INITIAL_DEGREE,
         "initial_degrees": INITIAL_DEGREES,
+        **GUARD_PARAMS,
     }
-    RULES = (at_most_max_degree("initial_degree", "initial_degrees"),)
+    RULES = (at_most_max_degree("initial_degree", "initial_degrees", "min_degree"), *GUARD_RULES)
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
@@ -119,6 +132,8 @@ class PolicyController(Controller):
             self.policy = resolve_policy(self.params["policy"], self.operators)
         except PolicyError as exc:
             raise ConfigError(f"controller {self.name!r}: {exc}") from None
+        # the user's `never_above` limits bound the guards' burst sizing too: a limit is the user's resources
+        self._make_guards(self.policy.upper_limits(self.operators, self.initial_degrees()))
         self.sampler = Sampler(self.operators, self.policy.options.sampling_period_s)
         self.engine = PolicyEngine(self.policy, self.operators, self.initial_degrees(), max_degree)
 
@@ -132,7 +147,14 @@ class PolicyController(Controller):
     def run_params(self) -> dict[str, Any]:
         return {"policy.name": self.policy.name or "(unnamed)", "policy.rules": len(self.policy.rules)}
 
+    def bind(self, context: RunContext) -> None:
+        super().bind(context)
+        self._bind_guards(context)
+
     def decide(self, snapshot: Snapshot) -> Decision:
+        return self._reviewed(snapshot, self._propose)
+
+    def _propose(self, snapshot: Snapshot) -> Decision:
         degrees = snapshot.degrees
         readings = self.sampler.add(snapshot)
         if readings is None:
@@ -150,7 +172,7 @@ class PolicyController(Controller):
 
 
 @register
-class SeepDetector(Controller):
+class SeepDetector(GuardLayer, Controller):
     name = "seep-detector"
     summary = "SEEP's built-in detector: k consecutive reports above delta percent -> +1 instance (no scale-in)"
     PARAMS = {
@@ -164,18 +186,27 @@ class SeepDetector(Controller):
         "sampling_period_s": Param(float, 5.0, "seconds between reports (SEEP's monitorInterval: 5)", 0.0,
                                    open_minimum=True, search=SearchRange(1.0, 20.0)),
         "initial_degree": INITIAL_DEGREE,
+        **GUARD_PARAMS,
     }
-    RULES = (at_most_max_degree("initial_degree"),)
+    RULES = (at_most_max_degree("initial_degree", "min_degree"), *GUARD_RULES)
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
+        self._make_guards()
         self.sampler = Sampler(self.operators, self.params["sampling_period_s"])
         self.counts = {op: 0 for op in self.operators}
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: self.params["initial_degree"] for op in self.operators}
 
+    def bind(self, context: RunContext) -> None:
+        super().bind(context)
+        self._bind_guards(context)
+
     def decide(self, snapshot: Snapshot) -> Decision:
+        return self._reviewed(snapshot, self._propose)
+
+    def _propose(self, snapshot: Snapshot) -> Decision:
         degrees = snapshot.degrees
         readings = self.sampler.add(snapshot)
         if readings is None:

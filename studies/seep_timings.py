@@ -93,6 +93,11 @@ def thesis_rows() -> list[str]:
     return rows
 
 
+def thesis_variant(policy: str) -> str:
+    """The thesis' policy alone: without the guard layer the run-time guards add (on by default since stop 58)."""
+    return f"seep-policy:guards=false,policy={policy}"
+
+
 def _schedule() -> Schedule:
     return Schedule(load_workload(T5_WORKLOAD).with_overrides(duration_s=T5_DURATION_S))
 
@@ -107,7 +112,7 @@ def queue_model_timeline(policy: str) -> Timeline:
 def plant_timeline(policy: str) -> Timeline:
     config = PlantConfig((OperatorModel("parse", 0.0001), OperatorModel("enrich", 0.1)), trigger_interval_s=2.0,
                          slots=4, batch_overhead_s=0.05, max_degree=8)
-    controller = build_controller("seep-policy", {"policy": policy}, ("parse", "enrich"), 8)
+    controller = build_controller("seep-policy", {"policy": policy, "guards": False}, ("parse", "enrich"), 8)
     run = simulate(config, _schedule(), ControlLoop(controller), T5_DURATION_S)
     decisions = [d.to_dict() for d in run.decisions]
     queue = pd.DataFrame({"time_s": [b.snapshot.time_s for b in run.batches],
@@ -146,7 +151,9 @@ def spark_timelines(tracking_uri: str, experiment: str) -> tuple[str | None, lis
     out = []
     with tempfile.TemporaryDirectory() as scratch:
         for policy in T5_POLICIES:
-            rows = runs[(runs["variant"] == f"seep-policy:policy={policy}") & (runs["status"] == "FINISHED")]
+            # a run from before the guard layer (stop 58) was labelled without `guards=false`: the same configuration
+            rows = runs[runs["variant"].isin([thesis_variant(policy), f"seep-policy:policy={policy}"])
+                        & (runs["status"] == "FINISHED")]
             if rows.empty:
                 continue
             run_id = rows.iloc[0]["run_id"]
@@ -283,7 +290,7 @@ def page(tracking_uri: str, experiment: str, figure_path: Path) -> str:
 def run_spark(tracking_uri: str, experiment: str, master: str) -> str:
     from analysis.suite import SuiteRequest, open_parent, run_suite, timestamped
 
-    request = SuiteRequest(tuple(f"seep-policy:policy={p}" for p in T5_POLICIES), (T5_WORKLOAD,), (1,),
+    request = SuiteRequest(tuple(thesis_variant(p) for p in T5_POLICIES), (T5_WORKLOAD,), (1,),
                            duration_s=T5_DURATION_S, topology=T5_TOPOLOGY)
     parent = open_parent(tracking_uri, experiment, timestamped("seep-t5-spark"),
                          {"kind": "seep-timings"},

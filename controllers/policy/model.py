@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from params.declare import Param, SearchRange, check_params, describe_params
 from params.declare import Rule as ParamRule  # (a policy's `Rule` is a scaling rule, below)
@@ -196,6 +196,18 @@ class Policy:
 
     def metrics(self) -> set[str]:
         return {t.metric for r in self.rules for t in r.triggers}
+
+    def upper_limits(self, operators: Sequence[str], initial_sizes: Mapping[str, int]) -> dict[str, int]:
+        """The largest size the policy lets each operator reach, for operators whose every scale-out rule has a
+        `never_above` limit (the highest of them: rules are independent); an operator with an unlimited scale-out
+        rule, or none, is absent. What the run-time guards respect when they size a burst on a user's policy."""
+        out: dict[str, int] = {}
+        for op in operators:
+            rules = [r for r in self.rules if r.action == "scale-out" and r.operator in (op, WILDCARD)]
+            if rules and all(r.limit is not None for r in rules):
+                out[op] = max(1, max(int(r.limit.amount if r.limit.kind == "nodes"
+                                         else r.limit.amount * initial_sizes.get(op, 1)) for r in rules))
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name} if self.name else {}

@@ -55,7 +55,8 @@ def test_a_study_narrows_widens_and_fixes_parameters():
     ("threshold", ["step=ratio|double"], [], "parameter 'step' must be one of ratio, one, got 'double'"),
     ("static", ["degrees=1:3"], [], "a per-operator parameter is not searched"),
     ("threshold", [], ["cooldown_s=-1"], "--set cooldown_s: controller 'threshold': parameter 'cooldown_s' must be >= 0"),
-    ("seep-detector", [], [f"{k}=1" for k in controllers.base.search_space_of("seep-detector")],
+    ("seep-detector", [], [f"{k}={str(controllers.base.registered()['seep-detector'].PARAMS[k].default).lower()}"
+                           for k in controllers.base.search_space_of("seep-detector")],
      "the search space is empty"),
 ])
 def test_a_bad_space_is_one_error_naming_it(controller, ranges, fixed, message):

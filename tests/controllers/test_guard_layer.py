@@ -1,7 +1,8 @@
 """The guard layer shared by the parallelism controllers (controllers/guard_layer.py): which controllers wear it,
-that AUTOSCALE's proposals go through the same review and batch-start sizing as DS2's and threshold's, that
-`guards=false` leaves the paper's AUTOSCALE untouched, that its options are checked by name, and on the plant model
-that the layer keeps AUTOSCALE's events on time through bursts shorter than its iteration."""
+that AUTOSCALE's and SEEP's proposals go through the same review and batch-start sizing as DS2's and threshold's,
+that `guards=false` leaves the paper's AUTOSCALE and the thesis' controllers untouched, that a policy's limits bound
+the layer's sizing, that the options are checked by name, and on the plant model that the layer keeps AUTOSCALE's
+and the detector's events on time through bursts shorter than their decision periods."""
 import pytest
 
 from controllers import ConfigError, RunContext, build_controller
@@ -17,7 +18,7 @@ from workloads import Schedule, parse_workload
 
 def test_every_controller_declaring_the_guard_options_wears_the_layer():
     declaring = sorted(name for name, cls in registered().items() if "guards" in cls.PARAMS)
-    assert {"ds2", "threshold", "autoscale"} <= set(declaring)
+    assert {"ds2", "threshold", "autoscale", "seep-policy", "seep-detector"} <= set(declaring)
     for name in declaring:
         assert issubclass(registered()[name], GuardLayer), name
         for option in GUARD_PARAMS:
@@ -70,9 +71,10 @@ def test_the_guards_review_autoscales_iteration():
                                             ({"catch_up_s": 0}, "catch_up_s"),
                                             ({"stabilisation_s": -1}, "stabilisation_s"),
                                             ({"excluded_periods": "60-30"}, "excluded_periods")])
-def test_autoscales_guard_options_are_checked_by_name(params, option):
+@pytest.mark.parametrize("name", ["autoscale", "seep-policy", "seep-detector"])
+def test_the_layers_options_are_checked_by_name(name, params, option):
     with pytest.raises(ConfigError, match=option):
-        build_controller("autoscale", params, OPS, 8)
+        build_controller(name, params, OPS, 8)
 
 
 def test_on_bursty_load_the_layer_keeps_autoscales_events_on_time():
@@ -80,6 +82,67 @@ def test_on_bursty_load_the_layer_keeps_autoscales_events_on_time():
     given the plant's costs as a calibration: the paper's AUTOSCALE meets each peak an iteration late."""
     arrivals = Schedule(parse_workload(random_peaks(1)))
     runs = {guards: simulate_configuration("autoscale", {"guards": guards}, arrivals, NOISY, slo_latency_s=5.0,
+                                           noise_seed=0, cost_prior=calibrated_prior(NOISY))
+            for guards in (False, True)}
+    assert runs[False].slo_attainment < 0.7 and runs[True].slo_attainment > 0.95, runs
+
+
+def bound(name, **params):
+    ctl = build_controller(name, params, OPS, 8)
+    ctl.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, max_degree=8, slots=4, duration_s=180.0))
+    return ctl
+
+
+@pytest.mark.parametrize("name", ["seep-detector", "seep-policy"])
+def test_seeps_controllers_meet_a_burst_between_two_samples_at_the_batch_that_reads_it(name):
+    ctl = bound(name)
+    ctl.decide(snap(time_s=2.0, rate=1000, batch_s=0.6))  # between samples (5 s): the thesis' controllers wait
+    decision = ctl.at_batch_start(40_000, 4.0, {op: 1 for op in OPS}, 0.5)
+    assert decision is not None and decision.reason.startswith("burst:"), decision
+    after = ctl.decide(snap(dict(decision.degrees), time_s=6.0, rate=1000, batch_s=0.6, backlog=0))
+    assert "guards: the burst batch is done" in after.reason, after.reason
+    assert dict(after.degrees) == {op: 1 for op in OPS}
+    assert bound(name, guards=False).at_batch_start(40_000, 4.0, {op: 1 for op in OPS}, 0.5) is None
+
+
+def test_a_policys_never_above_limit_bounds_the_layers_burst_sizing():
+    """seep-t5 never takes enrich above 3 nodes: the layer sizes the burst within that and raises the operators the
+    policy does not limit instead; a policy with no limit leaves the slots as the only bound."""
+    def burst(policy):
+        ctl = bound("seep-policy", policy=policy)
+        ctl.decide(snap(time_s=2.0, rate=1000, batch_s=0.6))
+        return ctl.at_batch_start(400_000, 4.0, {op: 1 for op in OPS}, 0.5)
+
+    limited = burst("seep-t5")
+    assert limited.degrees["enrich"] == 3 and max(limited.degrees.values()) == 4, limited.degrees
+    unlimited = ("rules:\n  - name: up\n    operator: enrich\n    action: scale-out\n    by: {absolute: 1}\n"
+                 "    when: {metric: queue-length, above: 100, for_at_least: 5s}\n")
+    assert burst(unlimited).degrees["enrich"] == 4
+
+
+def test_a_policys_upper_limits_are_the_highest_its_limited_scale_out_rules_allow():
+    from controllers.policy import load_policy
+    from controllers.policy.parse import parse_policy
+
+    assert load_policy("seep-t5").upper_limits(OPS, {}) == {"enrich": 3}
+    assert load_policy("seep-cpu").upper_limits(OPS, {}) == {op: 32 for op in OPS}  # a wildcard rule: every operator
+    text = ("rules:\n"
+            "  - {name: a, operator: enrich, action: scale-out, by: {absolute: 1}, never_above: {factor: 2},\n"
+            "     when: {metric: cpu, above: 50, for_at_least: 5s}}\n"
+            "  - {name: b, operator: enrich, action: scale-out, by: {absolute: 1}, never_above: {nodes: 5},\n"
+            "     when: {metric: cpu, above: 90, for_at_least: 5s}}\n"
+            "  - {name: c, operator: parse, action: scale-out, by: {absolute: 1},\n"
+            "     when: {metric: cpu, above: 90, for_at_least: 5s}}\n")
+    policy = parse_policy(text, operators=OPS)
+    # rules are independent: enrich reaches the higher of 2 x its initial 3 and 5; parse's rule has no limit
+    assert policy.upper_limits(OPS, {"enrich": 3}) == {"enrich": 6}
+
+
+def test_on_bursty_load_the_layer_keeps_the_detectors_events_on_time():
+    """The detector samples every 5 s, adds one task after two reports over 50 % and never scales in: a peak of a
+    few seconds is over before it acts. With the layer each peak's batch is sized as it starts."""
+    arrivals = Schedule(parse_workload(random_peaks(1)))
+    runs = {guards: simulate_configuration("seep-detector", {"guards": guards}, arrivals, NOISY, slo_latency_s=5.0,
                                            noise_seed=0, cost_prior=calibrated_prior(NOISY))
             for guards in (False, True)}
     assert runs[False].slo_attainment < 0.7 and runs[True].slo_attainment > 0.95, runs

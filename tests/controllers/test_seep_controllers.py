@@ -59,7 +59,7 @@ def test_t5_policy_on_the_micro_batch_plant_scales_out_once_and_never_back_in():
     they come further apart than the 5-s window and one reading above 100 decides; and a micro-batch queue is never
     empty when sampled — events keep arriving while a batch runs (about lambda x batch time of them) — so "queue
     below 1" never holds."""
-    controller = build_controller("seep-policy", {"policy": "seep-t5"}, OPS, 8)
+    controller = build_controller("seep-policy", {"policy": "seep-t5", "guards": False}, OPS, 8)
     schedule = Schedule(load_workload("seep-periodic").with_overrides(duration_s=150))
     run = simulate(seep_plant(), schedule, ControlLoop(controller), 150)
     changes = [(round(d.time_s), d.before["enrich"], d.after["enrich"]) for d in run.decisions if d.changed]
@@ -89,7 +89,7 @@ def test_an_inline_policy_with_an_unknown_operator_is_a_config_error_with_its_po
 
 
 def test_the_detector_adds_one_after_k_consecutive_reports_above_delta():
-    c = build_controller("seep-detector", {}, OPS, 8)
+    c = build_controller("seep-detector", {"guards": False}, OPS, 8)
     degree, log = 1, []
     # 2-s batches, reports at 6, 10, 16, 20, 26, 30 s; enrich's tasks busy 75 % except around the 20 s report
     for t in range(2, 32, 2):
@@ -101,7 +101,7 @@ def test_the_detector_adds_one_after_k_consecutive_reports_above_delta():
     # +1 at the second consecutive report above 50 % (10 s); 16 s counts one, 20 s (20 %) resets; 26 and 30 s: +1
     assert log == [(10, 1, 2), (30, 2, 3)]
     assert c.decide(snap(32.0)).degrees["parse"] == 1, "parse is never busy: never scaled"
-    cpu = build_controller("seep-detector", {"metric": "cpu", "threshold_percent": 30}, OPS, 8)
+    cpu = build_controller("seep-detector", {"metric": "cpu", "threshold_percent": 30, "guards": False}, OPS, 8)
     for t in (2, 4, 6, 8, 10):
         last = cpu.decide(snap(float(t), enrich_busy=1.0, cpu_cores=1))
     assert last.degrees == {"parse": 1, "enrich": 2}  # the job's CPU is high: the busiest operator scales
