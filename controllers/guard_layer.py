@@ -13,6 +13,7 @@ Pure like the controllers: no Spark, MLflow or I/O.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Mapping
 
 from controllers.guards import Guards
@@ -26,10 +27,12 @@ class GuardLayer:
 
     guards: Guards
 
-    def _make_guards(self, operator_caps: Mapping[str, int] | None = None) -> None:
+    def _make_guards(self, operator_caps: Mapping[str, int] | None = None,
+                     own: Mapping[str, object] | None = None) -> None:
         """`operator_caps`: upper bounds the controller's own configuration sets per operator (a policy's limits),
-        which the guards' burst sizing and bounds then respect too."""
-        self.guards = Guards(self.params, self.operators, self.max_degree, operator_caps)
+        which the guards' burst sizing and bounds then respect too. `own`: guard options the controller carries out
+        itself and the guards must not do a second time (multilevel's scale-in stabilisation is per table row)."""
+        self.guards = Guards({**self.params, **(own or {})}, self.operators, self.max_degree, operator_caps)
 
     def _bind_guards(self, context: RunContext) -> None:
         slots, follow_live = self.slot_fitter.guard_slots() if self.slot_fitter is not None else (context.slots, True)
@@ -51,4 +54,11 @@ class GuardLayer:
             return propose(snapshot)
         self.guards.observe(snapshot)
         proposal = propose(snapshot)
-        return self.guards.review(snapshot, proposal.degrees, proposal.reason, proposal.details)
+        reviewed = self.guards.review(snapshot, proposal.degrees, proposal.reason, proposal.details)
+        if proposal.executors is None:
+            return reviewed
+        # a controller that sizes executors with its degrees (multilevel's table rows): the executors go with the
+        # degrees they were proposed for; where the review kept or set other degrees, the executors stay as they are
+        # (None: the loop keeps the count in force, a request still registering included)
+        taken = dict(reviewed.degrees) == dict(proposal.degrees)
+        return replace(reviewed, executors=proposal.executors if taken else None)

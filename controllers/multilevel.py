@@ -40,6 +40,15 @@ Scale-out at once; scale-in (on which the paper is silent: the project's choice)
 need with `scale_in_band` to spare, after that has held for `stabilisation_s`, and then to the most demanding row
 wanted meanwhile. Nothing moves before `warmup_s`: the run's first batches are slow while executors warm up, and
 their backlog is no load to size for.
+
+Phase C wears the guard layer (controllers/guard_layer.py), on by default as every parallelism controller does;
+`guards=false` is the seed's controller exactly. The row's degrees go through the guards' review, and the row's
+executors with them: a row change the review does not take (the band: the batches say the load does not need it
+yet; the cost test; a burst's return) leaves the row and its executors as they were, and the next batch proposes
+it again. Each batch start is sized for the events it is about to read within the slots registered (an executor
+asked for now arrives seconds after the burst's batch), and returned after it. `catch_up_s` is the controller's own
+and the guards' burst sizing reads it; `stabilisation_s` is the row's scale-in hold, which the guards do not
+repeat (their own would hold a row's scale-in a second time).
 """
 from __future__ import annotations
 
@@ -49,10 +58,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from controllers.base import ConfigError, Controller, Param, Rule, register
-from controllers.common_params import LEARNED_PREDICTOR_PARAMS
+from controllers.common_params import LEARNED_PREDICTOR_PARAMS, at_most_max_degree
 from controllers.forecast import LastValuePredictor, PaperPredictor
 from controllers.forecast_guard import NAIVE, GuardedPredictor
-from controllers.guards import vector_text
+from controllers.guard_layer import GuardLayer
+from controllers.guards import GUARD_PARAMS, GUARD_RULES, vector_text
 from controllers.scale_in import ScaleInHold
 from controllers.types import Decision, RunContext, Snapshot
 from params.declare import SearchRange
@@ -289,7 +299,7 @@ class MultilevelBenchmark(Controller):
 
 
 @register
-class MultilevelController(Controller):
+class MultilevelController(GuardLayer, Controller):
     name = "multilevel"
     summary = "phase C of the multi-level seed: move between the rows of a benchmark's capacity table"
     PARAMS = {
@@ -317,11 +327,18 @@ class MultilevelController(Controller):
                           open_minimum=True),
         # not searched here: with the default predictor (trend) they change nothing
         **{name: param.but(search=None) for name, param in LEARNED_PREDICTOR_PARAMS.items()},
+        # the guard layer (controllers/guards.py), on by default; `guards=false` is the seed's controller exactly.
+        # catch_up_s and stabilisation_s are the controller's own above: the guards' burst sizing reads the same
+        # catch-up time, and the scale-in stabilisation is the table's (per row), which the guards do not repeat
+        **{name: param for name, param in GUARD_PARAMS.items() if name not in ("catch_up_s", "stabilisation_s")},
     }
+    RULES = (at_most_max_degree("min_degree"), *GUARD_RULES)
     HISTORY_BATCHES = 120  # sub-intervals kept for a learned predictor: any model's lags, and its guard's periods
 
     def __init__(self, params, operators, max_degree):
         super().__init__(params, operators, max_degree)
+        # the row's scale-in hold (stabilisation_s) is this controller's; the guards' would hold a row change twice
+        self._make_guards(own={"stabilisation_s": 0.0})
         self.table: CapacityTable | None = None
         self._row = 0
         self._window: deque[Snapshot] = deque(maxlen=self.params["window_batches"])
@@ -353,6 +370,7 @@ class MultilevelController(Controller):
         self.table = table
         self._trigger_s = context.trigger_s
         self._bind_predictor(context)
+        self._bind_guards(context)
 
     def _bind_predictor(self, context: RunContext) -> None:
         """A learned predictor the run loaded is used, guarded unless predictor_guard is off. A registry without the
@@ -419,6 +437,16 @@ class MultilevelController(Controller):
         return isinstance(self.predictor, GuardedPredictor) and self.predictor.using == NAIVE
 
     def decide(self, snapshot: Snapshot) -> Decision:
+        """The row's degrees and executors, through the guards' review when they are on. A row change the review
+        does not take (the band, the cost test, a burst's return) leaves the row in force as it was: the next
+        batch proposes it again."""
+        row = self._row
+        decision = self._reviewed(snapshot, self._propose)
+        if self.guards.enabled and decision.executors is None and self._row != row:
+            self._row = row
+        return decision
+
+    def _propose(self, snapshot: Snapshot) -> Decision:
         p = self.params
         rows = self._rows()
         self._window.append(snapshot)

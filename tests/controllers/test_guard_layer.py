@@ -146,3 +146,54 @@ def test_on_bursty_load_the_layer_keeps_the_detectors_events_on_time():
                                            noise_seed=0, cost_prior=calibrated_prior(NOISY))
             for guards in (False, True)}
     assert runs[False].slo_attainment < 0.7 and runs[True].slo_attainment > 0.95, runs
+
+
+def multilevel_loop(**params):
+    from controllers import ControlLoop
+    from tests.controllers.test_multilevel import TABLE
+
+    ctl = build_controller("multilevel", {"warmup_s": 0, "headroom": 1.1, **params}, OPS, 8)
+    ctl.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, capacity_table=TABLE, duration_s=180.0))  # slots: live
+    return ControlLoop(ctl)
+
+
+def batch(loop, i, rate, batch_s=1.0, slots=2):
+    """Batch i (t = 2i) at the loop's degrees, `batch_s` long, what arrived meanwhile waiting."""
+    from dataclasses import replace
+
+    return replace(snap(dict(loop.degrees), time_s=2.0 * i, batch_id=i, rate=rate, batch_s=batch_s,
+                        backlog=int(rate * batch_s)), slots=slots)
+
+
+def test_multilevel_sizes_a_burst_within_the_executors_registered_and_leaves_their_count():
+    loop = multilevel_loop()
+    loop.step(batch(loop, 1, 1500))  # row 0: one executor asked for, two slots still registered
+    decision = loop.controller.at_batch_start(40_000, 3.0, loop.degrees, 0.5)
+    assert decision.reason.startswith("burst:") and max(decision.degrees.values()) == 2, decision
+    assert decision.executors is None  # a burst is met with the slots there: an executor comes seconds later
+
+
+def test_a_row_change_the_review_holds_keeps_the_row_and_its_executors():
+    """The trend calls for row 2 (two executors) while the next batch's utilisation is below the band: the layer
+    holds the degrees, so the executors stay as they are, and the controller still stands on row 0 and proposes
+    again; once a batch is above the band the row is taken, executors with it."""
+    guarded, seed = multilevel_loop(), multilevel_loop(guards=False)
+    for loop in (guarded, seed):
+        loop.step(batch(loop, 1, 1500, batch_s=0.4))
+        loop.step(batch(loop, 2, 2500, batch_s=0.4))  # the seed's controller: row 0 -> 2 at once (test_multilevel)
+    assert seed.executors == 2 and "row 0 -> 2" in seed.log[-1].reason
+    assert guarded.executors == 1 and set(guarded.degrees.values()) == {1}
+    assert "guards: utilisation" in guarded.log[-1].reason and guarded.controller._row == 0
+    guarded.step(batch(guarded, 3, 2500, batch_s=2.4))
+    assert guarded.executors == 2 and guarded.degrees == {op: 2 for op in OPS}, guarded.log[-1].reason
+
+
+def test_multilevels_scale_in_is_held_once_by_its_own_stabilisation_not_again_by_the_guards():
+    loop = multilevel_loop(stabilisation_s=10.0, reconfig_cost_s=0.0, utilization_band=0.05)
+    loop.step(batch(loop, 1, 5000, batch_s=2.4))
+    assert loop.executors == 2
+    for i in range(2, 9):  # t = 4 ... 16: row 0 is comfortable from t = 4; the row's hold ends at t = 14
+        loop.step(batch(loop, i, 1000, batch_s=0.4))
+    changed = [r.time_s for r in loop.log if r.executors_changed]
+    assert loop.executors == 1 and set(loop.degrees.values()) == {1}, loop.log[-1].reason
+    assert changed[-1] == 14.0, changed  # not 10 s more of the guards' own stabilisation

@@ -19,7 +19,9 @@ TABLE = CapacityTable.from_dict({"operators": list(OPS), "query": "topology:defa
 
 
 def multilevel(table=TABLE, **params):
-    c = build_controller("multilevel", params, OPS, 8)
+    """The seed's controller alone (`guards=false`) unless the test says otherwise: its table logic is what these
+    tests are about; tests/controllers/test_guard_layer.py has it with the layer."""
+    c = build_controller("multilevel", {"guards": False, **params}, OPS, 8)
     c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, capacity_table=table))
     return ControlLoop(c)
 
@@ -208,7 +210,8 @@ def _learned(ratio):
 
 
 def _multilevel_with(predictor, **params):
-    c = build_controller("multilevel", {"predictor": "registry", "warmup_s": 0, "headroom": 1.0, **params}, OPS, 8)
+    c = build_controller("multilevel", {"guards": False, "predictor": "registry", "warmup_s": 0, "headroom": 1.0, **params},
+                         OPS, 8)
     c.bind(RunContext(trigger_s=2.0, slo_latency_s=5.0, capacity_table=TABLE, predictor=predictor))
     return ControlLoop(c)
 
