@@ -134,8 +134,9 @@ def test_the_bursty_suite_in_the_repository_is_valid():
         pytest.skip(f"the bursty suite replays real traces; none at {traces_dir()} (set ELASTIC_TRACES_DIR)")
     request = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty.yaml")
     assert request.include_oracle and len(request.workloads) == 5 and request.seeds == (1, 2, 3)
-    assert {"ds2", "ds2:guards=false", "threshold", "threshold:guards=false", "autoscale",
-            "autoscale:guards=false"} <= set(request.variants)
+    # every controller that wears the guard layer on local Spark, with it and as published
+    assert {f"{name}{suffix}" for name in ("ds2", "threshold", "autoscale", "seep-detector", "seep-policy")
+            for suffix in ("", ":guards=false")} <= set(request.variants)
     # the predictor goal's suite (issue #23) replays the same workloads, without the oracle, at the same SLO
     predictors = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty_predictors.yaml")
     assert predictors.workloads == request.workloads and not predictors.include_oracle
