@@ -34,7 +34,8 @@ def main(argv: list[str]) -> None:
         plant = replace(base, executor_delay_s=delay, slots=2)
         out = []
         for name, params in [("scripted", {"initial_executors": 2, "initial_degree": 2}),
-                             ("executor-autoscaler", {"max_executors": 2}), ("multilevel", {})]:
+                             ("executor-autoscaler", {"max_executors": 2}), ("multilevel", {}),
+                             ("multilevel", {"guards": False})]:
             slo, cores = [], []
             for seed in (1, 2, 3):
                 spec = load_workload("step").with_overrides(seed=seed)
@@ -43,7 +44,8 @@ def main(argv: list[str]) -> None:
                 run = simulate(plant, Schedule(spec), ControlLoop(c), spec.duration_s)
                 slo.append(float((run.latencies() <= 5.0).mean()))
                 cores.append(run.executor_core_seconds)
-            out.append(f"{name}: {np.mean(slo):.1%} {np.mean(cores):.0f} core-s")
+            label = name + ("" if params.get("guards", True) else ":guards=false")  # the layer's on by default
+            out.append(f"{label}: {np.mean(slo):.1%} {np.mean(cores):.0f} core-s")
         print(f"delay {delay:>4} s | " + " | ".join(out))
 
 
