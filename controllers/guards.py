@@ -596,6 +596,16 @@ class Guards:
             if gain < self.params["min_gain"]:
                 self.blocks[name] = Block(pending.old, pending.new, gain, self.offered_load())
 
+    def controllers_vector(self, current: Mapping[str, int]) -> dict[str, int]:
+        """The vector the controller itself last chose: after a batch run at a vector burst sizing raised for it,
+        the vector before the burst (the one the review returns to), else `current`. A controller that steps from
+        the degrees in force (a policy's +2, the detector's +1) steps from its own, not from the burst's, which the
+        review takes back (and a step past the burst's degrees at the slot bound would be lost with it)."""
+        base = self._before_burst
+        if self._burst_base is not None and any(current[op] > self._burst_base[op] for op in self.operators):
+            base = self._burst_base
+        return dict(base) if self.enabled and base is not None else dict(current)
+
     # ---- sizing helpers ----
 
     def cap_of(self, op: str) -> int:

@@ -18,7 +18,8 @@ Both wear the guard layer (controllers/guard_layer.py), on by default as on ever
 or the detector still decides when and what to scale at each sampling instant, and its proposal goes through the
 guards' review (bounds, band, stabilisation, ineffective scaling, reconfiguration cost, excluded periods); each
 batch start is sized for the events it is about to read (burst sizing), which a policy sampling every 5 s cannot
-do, and the burst's vector returns after its batch. The detector never scales in, so without the layer a burst
+do, and the burst's vector returns after its batch. A policy's or the detector's step after a burst batch is taken
+from its own vector, the one before the burst (`Guards.controllers_vector`). The detector never scales in, so without the layer a burst
 holds its capacity to the run's end. `guards=false` is the thesis exactly (docs/seep.md's reproductions run so). The
 policy's own rule guards (`with_no_scale_out_since: 10`) apply to its own actions; its `never_above` limits bound
 the layer's sizing too (a limit is the user's resources: `Policy.upper_limits`), so a burst is sized within them,
@@ -155,7 +156,7 @@ class PolicyController(GuardLayer, Controller):
         return self._reviewed(snapshot, self._propose)
 
     def _propose(self, snapshot: Snapshot) -> Decision:
-        degrees = snapshot.degrees
+        degrees = self.guards.controllers_vector(snapshot.degrees)  # the policy's own, not a burst's
         readings = self.sampler.add(snapshot)
         if readings is None:
             return Decision(degrees, "between samples")
@@ -207,7 +208,7 @@ class SeepDetector(GuardLayer, Controller):
         return self._reviewed(snapshot, self._propose)
 
     def _propose(self, snapshot: Snapshot) -> Decision:
-        degrees = snapshot.degrees
+        degrees = self.guards.controllers_vector(snapshot.degrees)  # the detector's own, not a burst's
         readings = self.sampler.add(snapshot)
         if readings is None:
             return Decision(degrees, "between reports")

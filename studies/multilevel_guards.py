@@ -1,6 +1,7 @@
 """The multi-level controller with the guard layer and as the seed describes it, in the noisy plant (no Spark).
 
     python -m studies.multilevel_guards            # the markdown table, ~1 min
+    python -m studies.multilevel_guards --suite suites/bursty_heldout.yaml   # the held-out traces alone
 
 Why: issue #21 asks for one guard layer shared by every parallelism controller; `multilevel` (the multi-level seed's
 phase C: it moves between the rows of a capacity table, each row degrees and 1-core executors) wore it last, at
@@ -18,7 +19,6 @@ executor core-seconds (what a cluster bills), with the seed's controller as the 
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 
@@ -31,7 +31,7 @@ from simulator.plant import PlantConfig, simulate
 from studies.burst_wait_budget import NOISY
 from controllers.guards import vector_text
 from studies.guards_simulated import PLANT, study_cases
-from studies.settle_actions import SLO_LATENCY_S
+from studies.settle_actions import SLO_LATENCY_S, study_main
 from workloads import Schedule, parse_workload
 
 CASES = ("bursty-google-tasks", "bursty-alibaba-batch", "bursty-google-tasks-1s", "bursty-azure-conv",
@@ -113,10 +113,12 @@ def run_once(params: dict, schedule: Schedule, plant: PlantConfig, table: Capaci
     return actions, slo, float(run.executor_core_seconds)
 
 
-def table(noise_seeds: int) -> tuple[str, list[str]]:
+def table(noise_seeds: int, catalogue: tuple[str, ...] | None = None) -> tuple[str, list[str]]:
+    """The table over the study's cases, or over the catalogue workloads given (a suite's, at seed 1)."""
     plant = cluster_plant()
     measured = ladder_table(PLANT)
-    found, skipped = study_cases(CASES, "studies.multilevel_guards", windows=False)
+    found, skipped = study_cases(CASES if catalogue is None else catalogue, "studies.multilevel_guards",
+                                 windows=False)
     labels = [label for label, _ in CONFIGURATIONS]
     lines = ["Capacity table (phase B in the plant): " + "; ".join(
                  f"{r.rate_eps:.0f} ev/s at {vector_text(r.degrees)} on {r.executors} executor(s)" for r in measured.rows),
@@ -139,14 +141,9 @@ def table(noise_seeds: int) -> tuple[str, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--noise-seeds", type=int, default=2, help="noisy runs per case (2)")
-    args = parser.parse_args(argv)
-    text, skipped = table(args.noise_seeds)
-    print(f"Plant: the guard study's, with noise, as a cluster of up to {MAX_EXECUTORS} 1-core executors (each "
-          f"registered {NOISY.executor_delay_s:g} s after the request); SLO latency {SLO_LATENCY_S:g} s; "
-          f"{args.noise_seeds} noise seeds per case.\n")
-    print("\n".join([text, *skipped]))
+    study_main(argv, __doc__.splitlines()[0], table,
+               f"the guard study's, with noise, as a cluster of up to {MAX_EXECUTORS} 1-core executors (each "
+               f"registered {NOISY.executor_delay_s:g} s after the request)", oracle=False)
     return 0
 
 

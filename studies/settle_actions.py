@@ -136,9 +136,11 @@ def decision_cost(arrivals: Schedule, runs: int = 3) -> str:
 
 
 def study_main(argv: list[str] | None, description: str,
-               table: Callable[[int, tuple[str, ...] | None], tuple[str, list[str]]]) -> tuple[str, ...] | None:
+               table: Callable[[int, tuple[str, ...] | None], tuple[str, list[str]]],
+               plant: str = "the guard study's, with noise", oracle: bool = True) -> tuple[str, ...] | None:
     """A noisy-plant comparison's command line (--noise-seeds, --suite) and its printed table; the suite's workloads,
-    or None for the study's own cases."""
+    or None for the study's own cases. `plant` says what the plant is, for the table's heading; `oracle`, whether
+    the table has the oracle's runs."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--noise-seeds", type=int, default=2, help="noisy runs per case (2)")
     parser.add_argument("--suite", help="the workloads of this suite file alone (e.g. suites/bursty_heldout.yaml, "
@@ -146,8 +148,8 @@ def study_main(argv: list[str] | None, description: str,
     args = parser.parse_args(argv)
     suite = tuple(SuiteRequest.from_file(Path(args.suite)).workloads) if args.suite else None
     text, skipped = table(args.noise_seeds, suite)
-    print(f"Plant: the guard study's, with noise; SLO latency {SLO_LATENCY_S:g} s; {args.noise_seeds} noise seeds per "
-          f"case; the oracle on the same noisy runs.\n")
+    print(f"Plant: {plant}; SLO latency {SLO_LATENCY_S:g} s; {args.noise_seeds} noise seeds per case"
+          + ("; the oracle on the same noisy runs" if oracle else "") + ".\n")
     print("\n".join([text, *skipped]))
     return suite
 

@@ -197,3 +197,17 @@ def test_multilevels_scale_in_is_held_once_by_its_own_stabilisation_not_again_by
     changed = [r.time_s for r in loop.log if r.executors_changed]
     assert loop.executors == 1 and set(loop.degrees.values()) == {1}, loop.log[-1].reason
     assert changed[-1] == 14.0, changed  # not 10 s more of the guards' own stabilisation
+
+
+def test_the_detectors_step_after_a_burst_batch_is_taken_from_its_own_vector():
+    """A report over the threshold right after a batch run at the burst's vector: the detector adds one task to the
+    vector it chose (enrich 1 -> 2), which the burst's return keeps; stepping from the burst's vector (4 -> 5, past
+    the slots) would have been lost with the return."""
+    ctl = bound("seep-detector", consecutive=1, sampling_period_s=2.0)
+    ctl.decide(snap(time_s=2.0, rate=1000, batch_s=0.6))
+    burst = ctl.at_batch_start(40_000, 4.0, {op: 1 for op in OPS}, 0.5)
+    assert burst.degrees["enrich"] > 2, burst.degrees
+    busy = {"parse": 0.1, "enrich": 1.6, "aggregate": 0.1, "sink": 0.1}  # enrich's tasks 80 % busy
+    after = ctl.decide(snap(dict(burst.degrees), time_s=6.0, rate=1000, batch_s=2.0, spans=busy, backlog=0))
+    assert "enrich 1->2" in after.reason and after.degrees["enrich"] == 2, after.reason
+    assert after.degrees["parse"] == 1
