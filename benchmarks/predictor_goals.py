@@ -29,9 +29,13 @@ from analysis.suite import parse_variant
 from benchmarks.recorded_runs import collect, provenance, readout_main
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-# AUTOSCALE as published (the guard layer off, as every recorded run was before stop 57 put it on by default): the
-# goal compares load predictors, so both sides run the paper's tables alone
-PAPER, CHAMPION = "autoscale:guards=false", "autoscale:guards=false,predictor=registry"
+# the goal is read in each reading of AUTOSCALE that ran: as published (the guard layer off, as every recorded run
+# was before stop 57 put it on by default: the predictors compared under the paper's tables alone) and with the
+# layer, as users now run it (stop 58). Each steered configuration is compared with the paper's OLS in its own reading
+READINGS = (("the paper's tables alone (guards=false)", "autoscale:guards=false",
+             "autoscale:guards=false,predictor=registry"),
+            ("with the guard layer (AUTOSCALE's default)", "autoscale", "autoscale:predictor=registry"))
+PAPER, CHAMPION = READINGS[0][1:]
 # a registry-steered run whose registry had no such model forecasts with the paper's OLS, and its predictor tag says
 # so (jobs/predictors.py); with a model it names the model (guarded(<model>@<alias>=vN)), whatever the model's name
 FELL_BACK_TO = "paper-ols-"
@@ -41,7 +45,14 @@ EQUAL_SLO_POINTS = 0.01
 def steered(config: str) -> bool:
     """An AUTOSCALE configuration steered by a registered model: the champion, or another alias (conservative)."""
     name, params = parse_variant(config)
-    return name == "autoscale" and "predictor=registry" in params and "guards=false" in params
+    return name == "autoscale" and "predictor=registry" in params
+
+
+def paper_of(config: str) -> str:
+    """The configuration a steered one is compared with: the same without its predictor settings (its reading)."""
+    name, params = parse_variant(config)
+    rest = [p for p in params if not p.startswith(("predictor=", "predictor_alias="))]
+    return name + (":" + ",".join(rest) if rest else "")
 
 
 def fell_back(runs: pd.DataFrame) -> pd.Series:
@@ -51,16 +62,17 @@ def fell_back(runs: pd.DataFrame) -> pd.Series:
 
 
 def pairs(runs: pd.DataFrame, config: str = CHAMPION) -> pd.DataFrame:
-    """One row per (workload, seed) where `config` and the paper's configuration both finished: its cost ÷ the
-    paper's and its attainment minus the paper's."""
+    """One row per (workload, seed) where `config` and the paper's configuration of its reading both finished: its
+    cost ÷ the paper's and its attainment minus the paper's."""
+    paper = paper_of(config)
     done = runs[runs["status"] == "FINISHED"]
     wide = done.pivot_table(index=["workload", "seed"], columns="config",
                             values=["cost_slot_seconds", "slo_attainment"], aggfunc="mean")
     rows = []
     for (workload, seed), row in wide.iterrows():
         try:
-            cost = row[("cost_slot_seconds", config)] / row[("cost_slot_seconds", PAPER)]
-            points = row[("slo_attainment", config)] - row[("slo_attainment", PAPER)]
+            cost = row[("cost_slot_seconds", config)] / row[("cost_slot_seconds", paper)]
+            points = row[("slo_attainment", config)] - row[("slo_attainment", paper)]
         except KeyError:
             continue
         if np.isfinite(cost) and np.isfinite(points):
@@ -74,8 +86,8 @@ def configuration_rows(group: pd.DataFrame, configs: list[str]) -> list[str]:
         done = group[(group["config"] == config) & (group["status"] == "FINISHED")]
         if done.empty:
             continue
-        label = ("paper's OLS" if config == PAPER else "registered champion" if config == CHAMPION
-                 else "registered model")
+        label = ("paper's OLS" if not steered(config) else "registered model" if "predictor_alias=" in config
+                 else "registered champion")
         figures = {m: bootstrap_mean(done[m].dropna().tolist()) for m in
                    ("slo_attainment", "cost_slot_seconds", "latency_p99_s", "scaling_actions")}
         lines.append(f"| `{config}` ({label}) | {len(done)} | {figures['slo_attainment'].text(100)} | "
@@ -99,7 +111,8 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
     runs = collect(tracking_uri, parents, exclude, record)
     # a configuration's label quotes its text parameters (autoscale:predictor="registry"); compare without quotes
     runs = runs.assign(config=runs["config"].astype(str).str.replace('"', "", regex=False))
-    runs = runs[(runs["config"] == PAPER) | runs["config"].map(steered)]
+    papers = {paper for _, paper, _ in READINGS}
+    runs = runs[runs["config"].isin(papers) | (runs["config"].map(steered) & runs["config"].map(paper_of).isin(papers))]
     lines = ["runs read:", *provenance(runs)]
     stray = runs[fell_back(runs)]
     if len(stray):
@@ -107,8 +120,21 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
                      f"(predictor {', '.join(sorted(set(stray['predictor'].fillna('not recorded').astype(str))))}): "
                      f"{', '.join(stray['run_id'])}")
         runs = runs[~fell_back(runs)]
-    others = sorted({c for c in runs["config"] if steered(c) and c != CHAMPION})
-    configs = [PAPER, CHAMPION, *others]
+    for title, paper, champion in READINGS:
+        mine = runs[(runs["config"] == paper) | ((runs["config"].map(paper_of) == paper) & runs["config"].map(steered))]
+        if mine.empty:
+            continue
+        if len(READINGS) > 1:
+            lines += ["", f"## AUTOSCALE {title}"]
+        lines += reading_lines(mine, paper, champion)
+    return lines
+
+
+def reading_lines(runs: pd.DataFrame, paper: str, champion: str) -> list[str]:
+    """One reading's tables and verdict: its paper's OLS, its champion and any other steered configuration."""
+    lines = []
+    others = sorted({c for c in runs["config"] if steered(c) and c != champion})
+    configs = [paper, champion, *others]
     for config in configs[1:]:
         used = sorted({p for p in runs.loc[runs["config"] == config, "predictor"].dropna().astype(str)})
         lines.append(f"`{config}` forecast with: {', '.join(used) or 'no run'}")
@@ -128,10 +154,10 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
                              f"{bootstrap_mean(mine['cost_ratio'].tolist()).text(digits=3)}x the paper's, SLO "
                              f"attainment {bootstrap_mean(mine['slo_points'].tolist()).text(100)} points")
     lines += ["", "goal (AUTOSCALE steered by the champion beats it steered by the paper's OLS on cost at equal SLO):"]
-    if paired[CHAMPION].empty:
+    if paired[champion].empty:
         lines.append("  no (workload, seed) where both configurations finished: nothing to compare")
     else:
-        text, met = suite_comparison(paired[CHAMPION])
+        text, met = suite_comparison(paired[champion])
         lines.append(f"  {text} (goal: cost interval below 1, attainment >= {-EQUAL_SLO_POINTS * 100:.0f} points): "
                      f"{'met' if met else 'MISSED'}")
     for config in others:

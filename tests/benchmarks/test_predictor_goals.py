@@ -63,3 +63,24 @@ def test_a_dearer_or_less_punctual_champion_misses_and_runs_that_fell_back_are_l
     text = "\n".join(goals(uri, [parent]))
     assert "left out: 1 registry-steered run(s) that did not forecast with a registered model" in text
     assert "over 1 workload(s), 2 pair(s): cost 0.900" in text and text.rstrip().endswith("MISSED")
+
+
+def test_each_reading_of_autoscale_is_compared_within_itself(tmp_path):
+    """Runs of the paper's tables alone and runs with the guard layer: each steered configuration is paired with the
+    paper's OLS of its own reading, never across them, and each reading has its own verdict."""
+    from benchmarks.predictor_goals import READINGS
+
+    (_, _, _), (_, layer_paper, layer_champion) = READINGS
+    rows = []
+    for seed in (1, 2):
+        rows += [(PAPER, "a", seed, 0.90, 100.0, "paper-ols-extrapolated"),
+                 (CHAMPION, "a", seed, 0.80, 90.0, CHAMPION_TAG),           # paper's tables: cheaper, 10 points less
+                 (layer_paper, "a", seed, 0.99, 200.0, "paper-ols-extrapolated"),
+                 (layer_champion, "a", seed, 0.99, 180.0, CHAMPION_TAG)]    # with the layer: 0.9x, equal SLO
+    uri, parent = fabricate(tmp_path, rows)
+    text = "\n".join(goals(uri, [parent]))
+    paper_part, layer_part = text.split("## AUTOSCALE with the guard layer")
+    assert "cost 0.900 [0.900, 0.900]x the paper's, SLO attainment -10.0" in paper_part and "MISSED" in paper_part
+    assert f"`{layer_champion}` paired over 2 seed(s): cost 0.900 [0.900, 0.900]x the paper's, SLO attainment 0.0" \
+        in layer_part
+    assert layer_part.rstrip().endswith("met") and "MISSED" not in layer_part

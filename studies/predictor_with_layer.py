@@ -1,0 +1,102 @@
+"""Does the registered load predictor pay in AUTOSCALE as users now run it, with the guard layer? (no Spark)
+
+    python -m analysis.predictors train                  # the champion and the conservative variant, once (~3 min)
+    python -m studies.predictor_with_layer [--calibration .local/calibration/oracle.yaml] [--noise-seeds 2]
+
+Why: issue #23's third goal (AUTOSCALE steered by the champion beats AUTOSCALE steered by the paper's OLS on cost at
+equal SLO on the bursty real-trace suite) was measured with the paper's tables alone (`autoscale:guards=false`,
+suites/bursty_predictors.yaml): −6.2 SLO points at 0.90x the cost on Spark, and the calibrated plant predicted the
+miss (−3.1 points, 0.906x). Since stop 57 AUTOSCALE wears the guard layer by default: burst sizing meets at each
+batch start what the iteration's forecast missed, so a forecast that does not overshoot may no longer cost events.
+This study asks the plant the question first, for both readings of AUTOSCALE, at the paper's thresholds (0.3/0.8).
+
+Cases: the guard study's Google and Alibaba trace windows and random peaks (seeds 1-3) and the bursty suite's five
+workloads (seed 1), the noisy plant (calibrated when `--calibration` is given), the same noise seeds for every
+configuration. Per reading: mean SLO points and cost ÷ the paper's OLS in the same reading, with 95 % bootstrap
+intervals over the cases, and how many cases keep the SLO within a point of the paper's at a lower cost. The goal is
+judged as benchmarks.predictor_goals judges it on Spark: met when the mean SLO is at most one point below the
+paper's (the project's reading of "at equal SLO") and the cost's interval lies below 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from analysis.stats import bootstrap_mean
+from benchmarks.predictor_goals import EQUAL_SLO_POINTS
+from studies.autoscale_thresholds import CHECK_WORKLOADS, PAPER, load_predictor, measure_reading
+from studies.burst_wait_budget import NOISY
+from studies.guards_simulated import OPS, study_cases
+
+READINGS = (("the paper's tables (`guards=false`)", {"guards": False}), ("with the guard layer (the default)", {}))
+EQUAL_POINTS = 100 * EQUAL_SLO_POINTS  # the Spark read-out's "equal SLO": one point of attainment
+
+
+def table(predictors: dict[str, Any], noise_seeds: int, plant, cases) -> str:
+    """Over every case, then over the bursty suite's workloads alone (the goal's own), one row per reading and
+    predictor."""
+    scored: dict[tuple[str, str], dict[str, tuple[float, float]]] = {}
+    for reading, layer in READINGS:
+        paper = {name: measure_reading({**PAPER, **layer}, arrivals, noise_seeds, None, plant) for name, arrivals in cases}
+        for label, predictor in predictors.items():
+            per_case = {}
+            for name, arrivals in cases:
+                slo, cost, _ = measure_reading({**PAPER, **layer}, arrivals, noise_seeds, predictor, plant)
+                per_case[name] = (100 * (slo - paper[name][0]), cost / paper[name][1])
+            scored[(reading, label)] = per_case
+    lines = []
+    for title, names in (("Every case", [name for name, _ in cases]),
+                         ("The bursty suite's workloads alone", [n for n, _ in cases if n in CHECK_WORKLOADS])):
+        lines += [f"{title} ({len(names)}):", "",
+                  "| AUTOSCALE | predictor | SLO points vs the paper's OLS | cost ÷ the paper's OLS | cases equal SLO "
+                  "and cheaper | goal |", "|---|---|---|---|---|---|"]
+        for (reading, label), per_case in scored.items():
+            points, ratios = [per_case[n][0] for n in names], [per_case[n][1] for n in names]
+            p, r = bootstrap_mean(points), bootstrap_mean(ratios)
+            wins = sum(1 for pt, ra in zip(points, ratios) if pt >= -EQUAL_POINTS and ra < 1.0)
+            met = p.mean >= -EQUAL_POINTS and r.high < 1.0
+            lines.append(f"| {reading} | {label} | {p.mean:+.1f} [{p.low:+.1f}, {p.high:+.1f}] | {r.mean:.3f} "
+                         f"[{r.low:.3f}, {r.high:.3f}] | {wins} of {len(names)} | {'met' if met else 'missed'} |")
+        lines.append("")
+    lines += ["Per bursty workload (SLO points / cost ratio):", "",
+              "| workload | " + " | ".join(f"{reading}, {label}" for reading, label in scored) + " |",
+              "|---|" + "---|" * len(scored)]
+    for name in [n for n, _ in cases if n in CHECK_WORKLOADS]:
+        lines.append(f"| {name} | " + " | ".join(f"{per_case[name][0]:+.1f} / {per_case[name][1]:.3f}"
+                                               for per_case in scored.values()) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m studies.predictor_with_layer", description=__doc__.split("\n")[0])
+    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: the project's embedded one)")
+    ap.add_argument("--calibration", default=None, help="the job's calibration (a file jobs.calibrate wrote, or its "
+                                                        "MLflow run id); default: the guard study's hand-set plant")
+    ap.add_argument("--noise-seeds", type=int, default=2)
+    args = ap.parse_args(argv)
+    from jobs.recording.recorder import default_tracking_uri
+
+    tracking_uri = args.tracking_uri or default_tracking_uri()
+    predictors = {alias: load_predictor(tracking_uri, alias) for alias in ("champion", "conservative")}
+    plant, note = NOISY, "the guard study's hand-set plant (not calibrated to this machine's Spark)"
+    if args.calibration:
+        from analysis.tuning.calibrations import load_calibration
+
+        calibration = load_calibration(args.calibration, tracking_uri)
+        plant = calibration.plant(OPS, NOISY.trigger_interval_s, NOISY.max_degree)
+        note = f"the plant calibrated by {calibration.source}"
+    cases, skipped = study_cases(CHECK_WORKLOADS, "studies.predictor_with_layer")
+    for why in skipped:
+        print(why, file=sys.stderr)
+    if not cases:
+        print("no case on this machine (the shared traces are absent)", file=sys.stderr)
+        return 1
+    print(f"AUTOSCALE at θ {PAPER['theta_min']}/{PAPER['theta_max']}, steered by the registered models against the "
+          f"paper's OLS; {note}; {len(cases)} cases, {args.noise_seeds} noise seeds each.\n")
+    print(table({f"`{alias}` ({p.name})": p for alias, p in predictors.items()}, args.noise_seeds, plant, cases))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
