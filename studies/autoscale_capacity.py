@@ -31,7 +31,7 @@ import numpy as np
 
 from controllers import ControlLoop, RunContext, build_controller
 from simulator.plant import PlantConfig, simulate
-from studies.burst_wait_budget import NOISY
+from studies.autoscale_thresholds import add_plant_options, load_predictor, study_plant
 from studies.guards_simulated import OPS
 
 FIRST_ITERATIONS = 6
@@ -146,16 +146,12 @@ def spark_run(run_id: str, tracking_uri: str) -> tuple[dict[str, str], dict[str,
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m studies.autoscale_capacity", description=__doc__.split("\n")[0])
     ap.add_argument("--run-id", required=True, help="an AUTOSCALE run on Spark (its MLflow run id)")
-    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: the project's embedded one)")
-    ap.add_argument("--calibration", default=None, help="the job's calibration (a file jobs.calibrate wrote, or its "
-                                                        "MLflow run id); default: the guard study's hand-set plant")
-    ap.add_argument("--noise-seeds", type=int, default=2)
+    add_plant_options(ap)
     args = ap.parse_args(argv)
-    from jobs.recording.recorder import default_tracking_uri
     from jobs.recording.run_record import recorded_trigger_phase
     from workloads import Schedule, parse_workload
 
-    tracking_uri = args.tracking_uri or default_tracking_uri()
+    tracking_uri, plant, note = study_plant(args)
     params, recorded, records = spark_run(args.run_id, tracking_uri)
     schedule = Schedule(parse_workload(recorded["workload"], source=f"run {args.run_id}"))
     name, seed = schedule.spec.name, schedule.spec.seed
@@ -163,16 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {"guards": False, **recorded["controller"]["params"]}
     predictor = None
     if settings.get("predictor") == "registry":
-        from studies.autoscale_thresholds import load_predictor
-
         predictor = load_predictor(tracking_uri, settings.get("predictor_alias", "champion"))
-    plant, note = NOISY, "the guard study's hand-set plant"
-    if args.calibration:
-        from analysis.tuning.calibrations import load_calibration
-
-        calibration = load_calibration(args.calibration, tracking_uri)
-        plant = calibration.plant(OPS, NOISY.trigger_interval_s, NOISY.max_degree)
-        note = f"the plant calibrated by {calibration.source}"
     phase = recorded_trigger_phase(params)
     plant = replace(plant, trigger_phase_s=phase)  # the run's own (unrecorded before stop 49: one per noise seed)
     note += (f", the run's trigger phase {phase:.2f} s" if phase is not None else

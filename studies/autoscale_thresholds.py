@@ -93,6 +93,30 @@ def choose(scored: Sequence[tuple[float, float, float, float]], slo_slack: float
     return min(eligible, key=lambda s: s[3]) if eligible else None
 
 
+def add_plant_options(ap: argparse.ArgumentParser) -> None:
+    """The options every AUTOSCALE plant study takes: the store, the calibration that makes the plant the job's,
+    and the noisy runs per case."""
+    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: the project's embedded one)")
+    ap.add_argument("--calibration", default=None, help="the job's calibration (a file jobs.calibrate wrote, or its "
+                                                        "MLflow run id); default: the guard study's hand-set plant")
+    ap.add_argument("--noise-seeds", type=int, default=2)
+
+
+def study_plant(args: argparse.Namespace) -> tuple[str, PlantConfig, str]:
+    """(tracking URI, plant, what the plant is) from `add_plant_options`' options: calibrated when asked, else the
+    guard study's hand-set noisy plant, and said to be."""
+    from jobs.recording.recorder import default_tracking_uri
+
+    tracking_uri = args.tracking_uri or default_tracking_uri()
+    if not args.calibration:
+        return tracking_uri, NOISY, "the guard study's hand-set plant (not calibrated to this machine's Spark)"
+    from analysis.tuning.calibrations import load_calibration
+
+    calibration = load_calibration(args.calibration, tracking_uri)
+    return (tracking_uri, calibration.plant(OPS, NOISY.trigger_interval_s, NOISY.max_degree),
+            f"the plant calibrated by {calibration.source}")
+
+
 def load_predictor(tracking_uri: str, alias: str) -> Any:
     from controllers.forecast import Horizon
     from jobs.predictors import load_registered_predictor
@@ -106,24 +130,12 @@ def load_predictor(tracking_uri: str, alias: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m studies.autoscale_thresholds", description=__doc__.split("\n")[0])
-    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: the project's embedded one)")
+    add_plant_options(ap)
     ap.add_argument("--alias", default="champion")
-    ap.add_argument("--calibration", default=None, help="the job's calibration (a file jobs.calibrate wrote, or its "
-                                                        "MLflow run id); default: the guard study's hand-set plant")
-    ap.add_argument("--noise-seeds", type=int, default=2)
     ap.add_argument("--slo-slack", type=float, default=0.5, help="SLO points the chosen pair may lose on average")
     args = ap.parse_args(argv)
-    from jobs.recording.recorder import default_tracking_uri
-
-    tracking_uri = args.tracking_uri or default_tracking_uri()
+    tracking_uri, plant, plant_note = study_plant(args)
     predictor = load_predictor(tracking_uri, args.alias)
-    plant, plant_note = NOISY, "the guard study's hand-set plant (not calibrated to this machine's Spark)"
-    if args.calibration:
-        from analysis.tuning.calibrations import load_calibration
-
-        calibration = load_calibration(args.calibration, tracking_uri)
-        plant = calibration.plant(OPS, NOISY.trigger_interval_s, NOISY.max_degree)
-        plant_note = f"the plant calibrated by {calibration.source}"
     cases, skipped = study_cases(CHECK_WORKLOADS, "studies.autoscale_thresholds")  # the study's windows, then these
     tuning = [c for c in cases if c[0] not in CHECK_WORKLOADS]
     check = [c for c in cases if c[0] in CHECK_WORKLOADS]

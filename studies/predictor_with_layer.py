@@ -24,9 +24,9 @@ import sys
 from typing import Any
 
 from analysis.stats import bootstrap_mean
-from studies.autoscale_thresholds import CHECK_WORKLOADS, PAPER, load_predictor, measure_reading
-from studies.burst_wait_budget import NOISY
-from studies.guards_simulated import OPS, study_cases
+from studies.autoscale_thresholds import (CHECK_WORKLOADS, PAPER, add_plant_options, load_predictor, measure_reading,
+                                         study_plant)
+from studies.guards_simulated import study_cases
 
 READINGS = (("the paper's tables (`guards=false`)", {"guards": False}), ("with the guard layer (the default)", {}))
 EQUAL_POINTS = 1.0  # "equal SLO", as benchmarks.predictor_goals reads it on Spark (EQUAL_SLO_POINTS): one point
@@ -69,22 +69,10 @@ def table(predictors: dict[str, Any], noise_seeds: int, plant, cases) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m studies.predictor_with_layer", description=__doc__.split("\n")[0])
-    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: the project's embedded one)")
-    ap.add_argument("--calibration", default=None, help="the job's calibration (a file jobs.calibrate wrote, or its "
-                                                        "MLflow run id); default: the guard study's hand-set plant")
-    ap.add_argument("--noise-seeds", type=int, default=2)
+    add_plant_options(ap)
     args = ap.parse_args(argv)
-    from jobs.recording.recorder import default_tracking_uri
-
-    tracking_uri = args.tracking_uri or default_tracking_uri()
+    tracking_uri, plant, note = study_plant(args)
     predictors = {alias: load_predictor(tracking_uri, alias) for alias in ("champion", "conservative")}
-    plant, note = NOISY, "the guard study's hand-set plant (not calibrated to this machine's Spark)"
-    if args.calibration:
-        from analysis.tuning.calibrations import load_calibration
-
-        calibration = load_calibration(args.calibration, tracking_uri)
-        plant = calibration.plant(OPS, NOISY.trigger_interval_s, NOISY.max_degree)
-        note = f"the plant calibrated by {calibration.source}"
     cases, skipped = study_cases(CHECK_WORKLOADS, "studies.predictor_with_layer")
     for why in skipped:
         print(why, file=sys.stderr)
