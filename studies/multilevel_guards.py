@@ -13,7 +13,7 @@ it starts: `RunContext.slots` 0).
 
 The table is the one the seed's benchmark order gives when each configuration is judged at its capacity in the plant
 without noise (`ladder_table`: partitions before executors, up to 4 executors); the benchmark itself does not
-converge on a staircase in this plant (below). Cases: the bursty suite's five workloads and the nightly suite's two
+converge on a staircase in this plant (`ladder_table` says why). Cases: the bursty suite's five workloads and the nightly suite's two
 (seed 1), 2 noise seeds each; per case and configuration: actions (degree or executor changes), SLO attainment and
 executor core-seconds (what a cluster bills), with the seed's controller as the reference.
 """
@@ -25,11 +25,11 @@ import sys
 import numpy as np
 
 from controllers import ControlLoop, RunContext, build_controller
+from controllers.guards import vector_text
 from controllers.multilevel import CapacityTable
 from simulator.evaluate import calibrated_prior
 from simulator.plant import PlantConfig, simulate
 from studies.burst_wait_budget import NOISY
-from controllers.guards import vector_text
 from studies.guards_simulated import PLANT, study_cases
 from studies.settle_actions import SLO_LATENCY_S, study_main
 from workloads import Schedule, parse_workload
