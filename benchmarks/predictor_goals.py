@@ -55,6 +55,11 @@ def paper_of(config: str) -> str:
     return name + (":" + ",".join(rest) if rest else "")
 
 
+def reading_of(config: str) -> str:
+    """The paper's-OLS configuration a run is read against: itself, or for a steered one `paper_of` it."""
+    return paper_of(config) if steered(config) else config
+
+
 def fell_back(runs: pd.DataFrame) -> pd.Series:
     """The registry-steered runs that did not forecast with a registered model (or do not say which they used)."""
     tag = runs["predictor"].fillna("").astype(str) if "predictor" in runs else pd.Series("", index=runs.index)
@@ -111,8 +116,7 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
     runs = collect(tracking_uri, parents, exclude, record)
     # a configuration's label quotes its text parameters (autoscale:predictor="registry"); compare without quotes
     runs = runs.assign(config=runs["config"].astype(str).str.replace('"', "", regex=False))
-    papers = {paper for _, paper, _ in READINGS}
-    runs = runs[runs["config"].isin(papers) | (runs["config"].map(steered) & runs["config"].map(paper_of).isin(papers))]
+    runs = runs[runs["config"].map(reading_of).isin({paper for _, paper, _ in READINGS})]
     lines = ["runs read:", *provenance(runs)]
     stray = runs[fell_back(runs)]
     if len(stray):
@@ -120,13 +124,10 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
                      f"(predictor {', '.join(sorted(set(stray['predictor'].fillna('not recorded').astype(str))))}): "
                      f"{', '.join(stray['run_id'])}")
         runs = runs[~fell_back(runs)]
+    reading = runs["config"].map(reading_of)
     for title, paper, champion in READINGS:
-        mine = runs[(runs["config"] == paper) | ((runs["config"].map(paper_of) == paper) & runs["config"].map(steered))]
-        if mine.empty:
-            continue
-        if len(READINGS) > 1:
-            lines += ["", f"## AUTOSCALE {title}"]
-        lines += reading_lines(mine, paper, champion)
+        if (reading == paper).any():
+            lines += ["", f"## AUTOSCALE {title}", *reading_lines(runs[reading == paper], paper, champion)]
     return lines
 
 
