@@ -265,7 +265,7 @@ def trace_series(entry: TraceEntry, spec: DatasetSpec, where: str) -> tuple[Seri
     period = None if entry.period_s is None else int(round(entry.period_s / sub_s))
     masked = {"sub-intervals declared": float(declared[:n].reshape(-1, k).any(axis=1).sum()),
               "sub-intervals in outages": float(outage[:n].reshape(-1, k).any(axis=1).sum())}
-    name = f"trace:{Path(entry.name).parent.name if entry.name.endswith('.csv') else entry.name}"
+    name = f"trace:{_series_name(entry.name)}"
     return Series(name, name, rates, period if period and period > spec.horizon.steps else None, masked), trace.sha256
 
 
@@ -309,6 +309,15 @@ def load_dataset(spec: DatasetSpec, tracking_uri: str | None = None) -> Dataset:
         series[s.name] = s
         digest.update(s.rates.tobytes())
     return Dataset(spec, series, digest.hexdigest())
+
+
+def _series_name(name: str) -> str:
+    """A catalogue trace by its name; a file by its folder in the shared layout (<trace>/rate.csv), else by its own
+    name: a user's /data/checkout_rate.csv is `checkout_rate`, not the folder it happens to lie in."""
+    if not name.endswith(".csv"):
+        return name
+    path = Path(name)
+    return path.parent.name if path.name == "rate.csv" and path.parent.name else path.stem
 
 
 def series_from_file(path: str, horizon: Horizon, compression: float = 1.0) -> Series:

@@ -10,19 +10,27 @@ def _order(names: list[str]) -> list[str]:
     return [n for n in BASELINE_ORDER if n in names] + sorted(n for n in names if n not in BASELINE_ORDER)
 
 
-def evaluation_markdown(result: dict[str, Any]) -> str:
+HELD_OUT = "Per held-out trace (the model was trained on the others)"
+
+
+def evaluation_markdown(result: dict[str, Any], scored_on: str = HELD_OUT) -> str:
+    """`scored_on` says what the rows are: held-out traces in training, the user's own series in `evaluate`."""
     per_group, summary = result["per_group"], result["summary"]
-    lines = ["Per held-out trace (the model was trained on the others): MAE in events per second of that trace; "
+    held_out = scored_on == HELD_OUT
+    lines = [f"{scored_on}: MAE in events per second of that {'trace' if held_out else 'series'}; "
              "ratios to the naive last value and to the paper's OLS (extrapolated) on the same windows; "
              "under-prediction rate.", "",
-             "| held out | predictor | windows | MAE (ev/s) | MAE ÷ naive | MAE ÷ paper OLS | under-prediction |",
+             f"| {'held out' if held_out else 'series'} | predictor | windows | MAE (ev/s) | MAE ÷ naive "
+             "| MAE ÷ paper OLS | under-prediction |",
              "|---|---|---|---|---|---|---|"]
     for g, per in per_group.items():
         for n in _order(list(per)):
             e = per[n]
             lines.append(f"| {g} | {n} | {e['windows']:.0f} | {e['mae']:.3g} | {e['mae_vs_naive']:.3f} | "
                          f"{e['mae_vs_paper']:.3f} | {e['under_rate']:.1%} |")
-    lines += ["", f"Summary over {len(per_group)} held-out groups (each counts once):", "",
+    over = (f"Summary over {len(per_group)} held-out groups (each counts once):" if held_out
+            else f"Summary over {len(per_group)} series:")
+    lines += ["", over, "",
               "| predictor | mean MAE ÷ naive | worst MAE ÷ naive | mean MAE ÷ paper OLS | mean under-prediction |",
               "|---|---|---|---|---|"]
     for n in _order(list(summary)):

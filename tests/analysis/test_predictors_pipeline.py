@@ -140,6 +140,14 @@ def test_training_registers_the_best_with_its_conformal_variant_and_moves_the_al
                            "--tracking-uri", uri]) == 0
     printed = capsys.readouterr().out
     assert "| load-predictor@champion |" in printed and "| load-predictor@champion+guard |" in printed
+    assert "| trace:mine | last-value |" in printed  # the shared layout, <trace>/rate.csv: named by its folder
+    # a file of any other name is named by itself, not by the folder it lies in, and not called a held-out trace
+    checkout = write_trace(tmp_path / "mine" / "checkout_rate.csv", cycle(11, 1200, 900.0, 75))
+    assert predictors_cli(["evaluate", "--model", "load-predictor@champion", "--series", checkout,
+                           "--tracking-uri", uri]) == 0
+    printed = capsys.readouterr().out
+    assert "| trace:checkout_rate | last-value |" in printed and "trace:mine" not in printed
+    assert printed.startswith(f"On {checkout} ") and "held-out" not in printed
 
 
 def test_the_champion_never_moves_on_an_error(spec_file, uri, tmp_path, monkeypatch):
