@@ -14,10 +14,11 @@ This study asks the plant the question first, for both readings of AUTOSCALE, at
 Cases: the guard study's Google and Alibaba trace windows and random peaks (seeds 1-3) and the bursty suite's five
 workloads (seed 1), or with `--suite` that suite's workloads alone (seed 1: the held-out traces of
 suites/bursty_heldout.yaml, which neither the thresholds nor the layer's defaults were chosen on); the noisy plant
-(calibrated when `--calibration` is given), the same noise seeds for every configuration. Per reading: mean SLO points and cost ÷ the paper's OLS in the same reading, with 95 % bootstrap
-intervals over the cases, and how many cases keep the SLO within a point of the paper's at a lower cost. The goal is
-judged as benchmarks.predictor_goals judges it on Spark: met when the mean SLO is at most one point below the
-paper's (the project's reading of "at equal SLO") and the cost's interval lies below 1.
+(calibrated when `--calibration` is given), the same noise seeds for every configuration. Per reading: mean SLO
+points and cost ÷ the paper's OLS in the same reading, with 95 % bootstrap intervals over the cases, and how many
+cases keep the SLO within a point of the paper's at a lower cost. The goal is judged as benchmarks.predictor_goals
+judges it on Spark: met when the mean SLO is at most one point below the paper's (the project's reading of "at equal
+SLO") and the cost's interval lies below 1.
 """
 from __future__ import annotations
 
