@@ -52,9 +52,8 @@ def table(predictors: dict[str, Any], noise_seeds: int, plant, cases,
                 per_case[name] = (100 * (slo - paper[name][0]), cost / paper[name][1])
             scored[(reading, label)] = per_case
     lines = []
-    sections = [("Every case", [name for name, _ in cases]),
-                (suite_title, [n for n, _ in cases if n in suite_workloads])]
-    for title, names in sections[1:] if sections[0][1] == sections[1][1] else sections:  # once where they agree
+    every, suite = [name for name, _ in cases], [n for n, _ in cases if n in suite_workloads]
+    for title, names in [(suite_title, suite)] if suite == every else [("Every case", every), (suite_title, suite)]:
         lines += [f"{title} ({len(names)}):", "",
                   "| AUTOSCALE | predictor | SLO points vs the paper's OLS | cost ÷ the paper's OLS | cases equal SLO "
                   "and cheaper | goal |", "|---|---|---|---|---|---|"]

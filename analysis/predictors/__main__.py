@@ -120,8 +120,7 @@ def cmd_evaluate(args) -> int:
 
     result = evaluate_series(args.model, args.series, args.tracking_uri or default_tracking_uri(),
                              args.compression, args.period_s)
-    print(evaluation_markdown(result, scored_on=f"On {args.series} (not among the model's training traces unless "
-                                                f"its dataset declared it)"))
+    print(evaluation_markdown(result, series=args.series))
     return 0
 
 

@@ -10,17 +10,16 @@ def _order(names: list[str]) -> list[str]:
     return [n for n in BASELINE_ORDER if n in names] + sorted(n for n in names if n not in BASELINE_ORDER)
 
 
-HELD_OUT = "Per held-out trace (the model was trained on the others)"
-
-
-def evaluation_markdown(result: dict[str, Any], scored_on: str = HELD_OUT) -> str:
-    """`scored_on` says what the rows are: held-out traces in training, the user's own series in `evaluate`."""
+def evaluation_markdown(result: dict[str, Any], series: str | None = None) -> str:
+    """The leave-one-trace-out table; with `series` (the evaluate CLI), the table for that one user's series, which
+    is not called a held-out trace the model was trained beside."""
     per_group, summary = result["per_group"], result["summary"]
-    held_out = scored_on == HELD_OUT
-    lines = [f"{scored_on}: MAE in events per second of that {'trace' if held_out else 'series'}; "
+    scored_on = ("Per held-out trace (the model was trained on the others)" if series is None
+                 else f"On {series} (not among the model's training traces unless its dataset declared it)")
+    lines = [f"{scored_on}: MAE in events per second of that {'trace' if series is None else 'series'}; "
              "ratios to the naive last value and to the paper's OLS (extrapolated) on the same windows; "
              "under-prediction rate.", "",
-             f"| {'held out' if held_out else 'series'} | predictor | windows | MAE (ev/s) | MAE ÷ naive "
+             f"| {'held out' if series is None else 'series'} | predictor | windows | MAE (ev/s) | MAE ÷ naive "
              "| MAE ÷ paper OLS | under-prediction |",
              "|---|---|---|---|---|---|---|"]
     for g, per in per_group.items():
@@ -28,7 +27,7 @@ def evaluation_markdown(result: dict[str, Any], scored_on: str = HELD_OUT) -> st
             e = per[n]
             lines.append(f"| {g} | {n} | {e['windows']:.0f} | {e['mae']:.3g} | {e['mae_vs_naive']:.3f} | "
                          f"{e['mae_vs_paper']:.3f} | {e['under_rate']:.1%} |")
-    over = (f"Summary over {len(per_group)} held-out groups (each counts once):" if held_out
+    over = (f"Summary over {len(per_group)} held-out groups (each counts once):" if series is None
             else f"Summary over {len(per_group)} series:")
     lines += ["", over, "",
               "| predictor | mean MAE ÷ naive | worst MAE ÷ naive | mean MAE ÷ paper OLS | mean under-prediction |",

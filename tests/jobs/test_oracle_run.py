@@ -6,6 +6,7 @@ import json
 import yaml
 from mlflow.artifacts import download_artifacts
 
+from controllers.loop import AT_BATCH_START
 from jobs.calibrate import main as calibrate_main
 from tests.support import run_cli
 
@@ -78,7 +79,7 @@ def test_calibrate_then_run_the_oracle(tracking_uri, mlflow_client, tmp_path, ca
     assert run.data.metrics["infeasible_decisions"] == 0 and run.data.metrics["records_lost"] == 0, (rates, slo, log)
     # every decision is the least-cost plan, after a batch or as one starts later than the plan's trigger (the oracle
     # plans again for the batch that runs: `Oracle.at_batch_start`, whose reasons the loop prefixes)
-    assert decisions and all(d["reason"].removeprefix("at batch start: ").startswith("least-cost vector")
+    assert decisions and all(d["reason"].removeprefix(f"{AT_BATCH_START}: ").startswith("least-cost vector")
                              for d in decisions), log
     # it sizes for the schedule: degree 1 for batches that can only read the low load (decided at least a trigger
     # before the step), a strictly higher enrich degree once the high-load batches are due
