@@ -9,7 +9,9 @@ what it reached, the feasible bound, and the attainment gap is shown beside it),
 actions, and from the decision ledger the share of actions after which the vector fell behind. Goals, per workload:
 the cheapest non-oracle configuration whose attainment is within 5 points of the oracle's costs <= 1.3x the oracle;
 DS2 with guards costs <= 1.6x the oracle and takes <= half DS2's scaling actions without guards — read for the
-default guards (`ds2`) and for the guards' few-actions mode (`ds2:settle=true`), each on its own.
+default guards (`ds2`) and for the guards' few-actions mode (`ds2:settle=true`), each on its own. Last, the
+before/after table (the published DS2 against the layer's defaults and its few-actions mode) as markdown, which
+docs/bursty.md and the README quote.
 
 The suite takes longer than a session keeps one MLflow store, so `--record FILE` keeps the runs' summaries in the
 repository (analysis/run_records.py): each invocation merges its parents' runs into the file and reads out over all
@@ -37,6 +39,10 @@ DS2 = "ds2:guards=false"  # the published DS2
 # how the read-out names it, its verdicts' prefix)
 GUARDED_DS2 = (("ds2", "DS2 with guards", "guarded"),
                ("ds2:settle=true", "DS2 with guards, settled (ds2:settle=true)", "settled"))
+# the before/after table's columns (configuration, heading): the published DS2, the layer's defaults on the two
+# controllers it was built on, and its few-actions mode
+BEFORE_AFTER = (("ds2:guards=false", "DS2 as published"), ("ds2", "DS2, default guards"),
+                ("threshold", "threshold, default guards"), ("ds2:settle=true", "DS2, `settle=true`"))
 
 
 def configuration_table(group: pd.DataFrame) -> pd.DataFrame:
@@ -63,9 +69,9 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
     verdicts: dict[str, list[bool]] = {"best": []}
     for _, _, prefix in GUARDED_DS2:
         verdicts.update({f"{prefix}_cost": [], f"{prefix}_actions": []})
-    lines = []
+    lines, tables = [], {}
     for workload, group in runs.groupby("workload", sort=True):
-        table = configuration_table(group)
+        table = tables[workload] = configuration_table(group)
         oracle = table[table["config"] == ORACLE]
         oracle_att = oracle["slo_attainment"].iloc[0] if len(oracle) else None
         lines.append(f"\n{workload}: oracle SLO {oracle_att.text(100) if oracle_att is not None else '— (no run)'} %")
@@ -99,7 +105,36 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
                 lines += _guarded_goals(by_config[config], by_config.get(DS2), name, prefix, verdicts)
     lines.append("\nacross workloads: " + "; ".join(
         f"{name} met on {sum(v)} of {len(v)}" for name, v in verdicts.items() if v))
+    lines += before_after_markdown(tables)
     lines += provenance(runs)
+    return lines
+
+
+def before_after_markdown(tables: dict[str, pd.DataFrame]) -> list[str]:
+    """The before/after table as markdown, for docs/bursty.md and the README to quote from the read-out instead of
+    copying figures by hand: per workload the oracle's attainment and, per configuration of `BEFORE_AFTER`, mean SLO
+    attainment, cost ÷ the oracle and scaling actions over its finished seeds (— where it has none)."""
+    def cell(table: pd.DataFrame, config: str) -> tuple[str, int]:
+        row = table[table["config"] == config]
+        if row.empty or row["seeds"].iloc[0] == 0:
+            return "—", 0
+        r = row.iloc[0]
+        return (f"{r['slo_attainment'].mean:.1%} · {r['cost_to_oracle_reached'].mean:.2f}× · "
+                f"{r['scaling_actions'].mean:.1f}".replace("%", " %"), int(r["seeds"]))
+
+    lines = ["", "before/after (markdown; per cell: SLO attainment · cost ÷ the oracle · scaling actions, means over "
+             "the seeds):", "",
+             "| workload | oracle SLO | " + " | ".join(heading for _, heading in BEFORE_AFTER) + " | seeds |",
+             "|---" * (len(BEFORE_AFTER) + 3) + "|"]
+    for workload, table in tables.items():
+        oracle = table[table["config"] == ORACLE]
+        oracle_slo = f"{oracle['slo_attainment'].iloc[0].mean:.1%}".replace("%", " %") if (
+            len(oracle) and oracle["seeds"].iloc[0]) else "—"
+        cells = [cell(table, config) for config, _ in BEFORE_AFTER]
+        seeds = sorted({n for _, n in cells if n})
+        seeds_text = "—" if not seeds else str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+        lines.append(f"| `{workload}` | {oracle_slo} | " + " | ".join(text for text, _ in cells)
+                     + f" | {seeds_text} |")
     return lines
 
 
