@@ -72,6 +72,9 @@ def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_ur
     assert row["predicted_records"] == details["guard.burst_pending"] and row["realised_batch_s"] > 0
 
 
+# timing: settle sizes on the per-batch costs it measures; beside another Spark run (CI at stop 61) it measured a
+# fixed cost of 2.40 s a batch, more than the trigger's target share, and rightly raised nothing
+@pytest.mark.timing
 def test_settled_the_job_holds_one_vector_for_the_spikes_from_the_arrival_profile(tracking_uri, mlflow_client,
                                                                                   tmp_path):
     """The guards' settle mode on Spark: the job gives the arrival profile with every batch and at every batch
