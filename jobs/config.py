@@ -26,6 +26,7 @@ from jobs.paths import OUTPUT_MARKER, first_existing
 from jobs.recording.machine import java_binary
 from jobs.recording.tracking_check import check_tracking_store
 from jobs.topology import Topology, TopologyError, load_topology
+from jobs.trigger_grid import chosen_phase_s
 from queries.api import Query
 from workloads import WorkloadError, WorkloadSpec, load_workload
 
@@ -66,6 +67,7 @@ class RunConfig:
     output_dir: str | None = None
     summary_json: str | None = None
     lead_in_s: float = RUN_SETTINGS["lead_in_s"].default
+    trigger_phase: str = RUN_SETTINGS["trigger_phase"].default
     drain_timeout_s: float = RUN_SETTINGS["drain_timeout_s"].default
     keep_warm_s: float = RUN_SETTINGS["keep_warm_s"].default
     ledger_window_batches: int = RUN_SETTINGS["ledger_window_batches"].default
@@ -93,6 +95,7 @@ class RunConfig:
     predictor: Any = None  # a LoadedPredictor when the controller asks for a registered one
     # the calibrated costs (jobs.cost_prior) when this machine's calibration is of this master and topology
     cost_prior: Any = None
+    phase_s: float | None = None  # where the trigger grid falls on the run's clock (trigger_phase); None: free
     warnings: list[str] = field(default_factory=list)  # what validate() found questionable but not wrong
 
     def validate(self) -> "RunConfig":
@@ -184,6 +187,10 @@ class RunConfig:
                 setattr(self, name, declared.check("run", flag(name), getattr(self, name)))
             except ParamError as exc:
                 raise InputError(f"{flag(name)} {str(exc).split(repr(flag(name)) + ' ', 1)[-1]}") from None
+        try:
+            self.phase_s = chosen_phase_s(self.trigger_phase, self.spec.seed, self.trigger_s)
+        except ValueError as exc:
+            raise InputError(f"{flag('trigger_phase')} {exc}") from None
 
     def _check_placement(self, controller) -> None:
         """The placement controller's name and settings, a keyed operator for it to place, and more than one

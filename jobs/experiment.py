@@ -34,7 +34,7 @@ from jobs.recording.summary import slo_out_of_reach
 from jobs.stopping import RunStopped, StopSignals
 from jobs.spark_session import (PACKAGES as PROJECT_PACKAGES, controller_spark_settings, package_code,
                                 run_query_once, start_spark, warm_up)
-from jobs.trigger_grid import trigger_phase_s
+from jobs.trigger_grid import anchor_at_phase_us, trigger_phase_s
 from params.units import US
 from workloads import Schedule
 
@@ -136,8 +136,10 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
                                    placement_factory)
         processor.planned_file = output / "planned.json"  # the source writes what each batch reads as it plans it
         query = start_query(spark, config, schedule_state, processor, output, recorder.run_id)
-        anchor_us = start_clock(query, processor, actuators, output / "anchor.json", config.lead_in_s)
-        recorder.log_params({"trigger_phase_s": trigger_phase_s(anchor_us, config.trigger_s)})
+        anchor_us = start_clock(query, processor, actuators, output / "anchor.json", config.lead_in_s,
+                                config.trigger_s, config.phase_s)
+        recorder.log_params({"trigger_phase": config.trigger_phase,
+                             "trigger_phase_s": trigger_phase_s(anchor_us, config.trigger_s)})
         log(f"streaming: {schedule.total_events} events over {config.spec.duration_s:g}s, trigger "
             f"{config.trigger_s:g}s, controller {config.controller}, initial degrees {loop.degrees}")
         with stop.deferred():
@@ -242,9 +244,12 @@ def start_query(spark, config: RunConfig, schedule_state: str, processor: BatchP
     return query
 
 
-def start_clock(query, processor: BatchProcessor, actuators, anchor_file: Path, lead_in_s: float) -> int:
-    """Set the run's time 0 (the anchor) a lead-in after the query is ready; the source serves events from it."""
-    anchor_us = int((time.time() + lead_in_s) * US)
+def start_clock(query, processor: BatchProcessor, actuators, anchor_file: Path, lead_in_s: float, trigger_s: float,
+                phase_s: float | None) -> int:
+    """Set the run's time 0 (the anchor) a lead-in after the query is ready, and up to a trigger interval later so
+    that Spark's trigger grid falls at `phase_s` on the run's clock (None: no later); the source serves events from
+    it."""
+    anchor_us = anchor_at_phase_us(int((time.time() + lead_in_s) * US), trigger_s, phase_s)
     actuators.anchor(anchor_us / US)
     processor.anchor_us = anchor_us
     tmp = anchor_file.with_suffix(".tmp")

@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("slo_latency_s", "slo_target"):
         _setting(s, name)
     s.add_argument("--master", default=None, help="Spark master (default local[4]; under spark-submit: its --master)")
-    for name in ("trigger_s", "source_partitions", "max_events_per_batch", "lead_in_s", "drain_timeout_s",
+    for name in ("trigger_s", "source_partitions", "max_events_per_batch", "lead_in_s", "trigger_phase", "drain_timeout_s",
                  "keep_warm_s", "ledger_window_batches"):
         _setting(s, name)
     s.add_argument("--no-chaining", dest="chain_operators", action="store_false",
@@ -124,7 +124,7 @@ def _setting(group, name: str) -> None:
     """A run setting as a flag, with the default and meaning declared once in params.run."""
     declared = RUN_SETTINGS[name]
     group.add_argument(flag(name), dest=name, type=declared.kind, default=declared.default,
-                       help=f"{declared.doc} (default {declared.default:g})")
+                       help=f"{declared.doc} (default {declared.default:{'' if declared.kind is str else 'g'}})")
 
 
 def describe_run(controller: str) -> str:
@@ -222,7 +222,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         chain_operators=args.chain_operators,
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
-        summary_json=args.summary_json, lead_in_s=args.lead_in_s, drain_timeout_s=args.drain_timeout_s,
+        summary_json=args.summary_json, lead_in_s=args.lead_in_s, trigger_phase=args.trigger_phase,
+        drain_timeout_s=args.drain_timeout_s,
         keep_warm_s=args.keep_warm_s,
         ledger_window_batches=args.ledger_window_batches,
         placement=args.placement, key_groups=args.key_groups,

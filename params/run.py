@@ -20,6 +20,9 @@ RUN_SETTINGS: dict[str, Param] = {
                                   "wait for the next (Kafka's maxOffsetsPerTrigger); 0 reads everything due",
                                   minimum=0),
     "lead_in_s": Param(float, 1.0, "seconds between the query's start and the first event", minimum=0.0),
+    "trigger_phase": Param(str, "seeded", "where Spark's trigger grid falls against the schedule's time 0: 'seeded' "
+                           "(from the workload's seed: the same seed meets the same batch boundaries in every run "
+                           "and configuration), 'free' (wherever start-up ends) or seconds in [0, trigger)"),
     "drain_timeout_s": Param(float, 60.0, "seconds to keep processing backlog after the schedule ends", minimum=0.0),
     "keep_warm_s": Param(float, 30.0, "while no batch has run for this long, a tiny job through the query keeps "
                          "Spark's Python workers alive (Spark stops idle ones after 60 s, and the batch after a "

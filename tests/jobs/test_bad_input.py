@@ -60,6 +60,9 @@ def run_main(argv, capsys):
         (["--controller", "static", "--max-events-per-batch", "-1"], "--max-events-per-batch must be >= 0, got -1"),
         (["--controller", "static", "--placement-param", "sensitivity=0.5"],
          "--placement-param given without --placement"),
+        (["--controller", "static", "--trigger-phase", "2"],
+         "--trigger-phase must be 'seeded', 'free' or seconds in [0, 2) (the trigger interval), got '2'"),
+        (["--controller", "static", "--trigger-phase", "late"], "--trigger-phase must be 'seeded', 'free' or"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, message, tracking_uri, mlflow_client, capsys):
