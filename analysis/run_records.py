@@ -18,7 +18,7 @@ import pandas as pd
 from analysis.runs import ORACLE_COLUMNS, SUMMARY_METRICS
 
 RECORD_COLUMNS = ("run_id", "parent_run_id", "started", "revision", "machine", "status", "config", "controller",
-                  "workload", "seed", "slo_target", "slo_latency_s", *SUMMARY_METRICS, "predictor")
+                  "workload", "seed", "slo_target", "slo_latency_s", *SUMMARY_METRICS, "predictor", "trigger_phase_s")
 
 
 class BadRecord(ValueError):

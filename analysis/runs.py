@@ -63,6 +63,8 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
                 "failure_reason": tags.get("failure_reason") or tags.get("pruned"),
                 "case": tags.get("airflow.case"), "predictor": tags.get("predictor"), "query": tags.get("query"),
                 "start_time": run.info.start_time, "revision": tags.get("mlflow.source.git.commit", ""),
+                # where the run's batches fell against its workload (jobs.trigger_grid): seeded since stop 62
+                "trigger_phase_s": float(params["trigger_phase_s"]) if "trigger_phase_s" in params else None,
                 **{m: metrics.get(m) for m in SUMMARY_METRICS},
             })
         token = page.token
@@ -70,7 +72,7 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
             break
     columns = ["run_id", "run_name", "status", "config", "config_id", "controller", "variant", "workload", "seed",
                "slo_target", "slo_latency_s", "failure_reason", "case", "predictor", "query", "start_time", "revision",
-               *SUMMARY_METRICS]
+               "trigger_phase_s", *SUMMARY_METRICS]
     table = latest_attempts(pd.DataFrame(rows, columns=columns))
     table = table.sort_values(["workload", "config", "seed"], na_position="last", ignore_index=True)
     return with_cost_to_oracle(table)
