@@ -115,3 +115,33 @@ def test_a_bad_record_is_refused_naming_the_file_and_line(tmp_path, capsys):
                    "b,FINISHED,ds2,ds2,w,2\na,FINISHED,ds2,ds2,w,3\n")
     assert main(["--record", str(bad)]) == 2
     assert f"{bad}, line 4: run a is recorded twice" in capsys.readouterr().err
+
+
+def test_where_runs_met_the_oracles_trigger_phase_the_attainment_test_reads_the_paired_difference(tmp_path):
+    """Runs since stop 62 carry their seed's trigger phase: a configuration is judged against the oracle run at the
+    same phase. Free-phase runs (no phase recorded) are compared as before, by the means over every seed."""
+    from analysis.run_records import RECORD_COLUMNS
+
+    def row(run_id, config, seed, slo, cost, phase):
+        return {"run_id": run_id, "parent_run_id": "p", "status": "FINISHED", "config": config,
+                "controller": config.split(":")[0], "workload": "w", "seed": seed, "slo_attainment": slo,
+                "cost_slot_seconds": cost, "scaling_actions": 3, "infeasible_decisions": 4, "trigger_phase_s": phase}
+
+    import pandas as pd
+
+    rows = []
+    # the phase decides what anyone keeps: 36 % at seed 1's phase, 76 % at seed 2's
+    for seed, phase, att in ((1, 1.236068, 0.36), (2, 0.472136, 0.76)):
+        rows += [row(f"o{seed}", "oracle:x=1", seed, att, 100.0, phase),
+                 row(f"t{seed}", "threshold", seed, att - 0.01, 110.0, phase)]
+    # threshold's free-phase runs of an earlier stop met unlucky phases: by the means alone it would miss
+    rows += [row(f"f{seed}", "threshold", seed, 0.30, 110.0, None) for seed in (1, 2)]
+    # ds2 ran at free phases only: the means decide, 0.40 against the oracle's 0.56
+    rows += [row(f"d{seed}", "ds2", seed, 0.40, 105.0, None) for seed in (1, 2)]
+    record = tmp_path / "runs.csv"
+    pd.DataFrame(rows).reindex(columns=list(RECORD_COLUMNS)).to_csv(record, index=False)
+    text = "\n".join(goals(None, [], record=record))
+    assert "threshold                            less the oracle at the same trigger phase: -1.0 [-1.0, -1.0] points " \
+           "(2 seeds; the attainment test reads this)" in text
+    assert "ds2                                  less the oracle" not in text
+    assert "best non-oracle within 5% points of the oracle's attainment: threshold at 1.10x — goal <= 1.3x met" in text
