@@ -27,8 +27,8 @@ demo: setup  ## run the demo experiment (3 controller variants x 60 s on local S
 
 # Three groups. The Spark modules that only check what happened run two at a time, each module whole on one process
 # (--dist loadfile: a module's runs are made once). Then the `timing` tests, which check how many batches ran, when
-# an action came or what the costs a run measured led to, run without another Spark run beside them; their runs are mostly light loads that leave a
-# core idle, so the tests that need no Spark run meanwhile at the lowest CPU priority (nice 19: the kernel gives them
+# an action came or what the costs a run measured led to, run without another Spark run beside them; their runs are
+# mostly light loads that leave a core idle, so the tests that need no Spark run meanwhile at the lowest CPU priority (nice 19: the kernel gives them
 # what the timing runs leave), two at a time to take idle time on either core. Those print their output when both
 # are done, keep their temporary folders outside the repository as a test's tmp_path always is (left in place when
 # one failed), and stop if the target is interrupted.

@@ -46,7 +46,7 @@ def collect(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ..
         run_records.write_record(record, runs)
     if runs.empty:
         raise SystemExit("no runs: give --parent-run-id, or --record with a file that holds runs")
-    for column in SUMMARY_METRICS:  # a record's empty cells read back as text or NA
+    for column in (*SUMMARY_METRICS, "trigger_phase_s"):  # a record's empty cells read back as text or NA
         if column in runs:
             runs[column] = pd.to_numeric(runs[column], errors="coerce")
     return runs

@@ -89,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("slo_latency_s", "slo_target"):
         _setting(s, name)
     s.add_argument("--master", default=None, help="Spark master (default local[4]; under spark-submit: its --master)")
-    for name in ("trigger_s", "source_partitions", "max_events_per_batch", "lead_in_s", "trigger_phase", "drain_timeout_s",
-                 "keep_warm_s", "ledger_window_batches"):
+    for name in ("trigger_s", "source_partitions", "max_events_per_batch", "lead_in_s", "trigger_phase",
+                 "drain_timeout_s", "keep_warm_s", "ledger_window_batches"):
         _setting(s, name)
     s.add_argument("--no-chaining", dest="chain_operators", action="store_false",
                    help="give every operator its own stage, even where a shuffle would change nothing (by default "

@@ -1,6 +1,6 @@
 """Where Spark's trigger grid falls against a bursty trace, and what pinning it per seed buys a comparison (no Spark).
 
-    python -m studies.trigger_phase                  # the markdown tables, ~1 min
+    python -m studies.trigger_phase                  # the markdown tables, ~40 s
     python -m studies.trigger_phase --phases 32 --workloads bursty-google-tasks-1s
 
 Why: Spark fires a query's triggers at wall-clock multiples of the interval, so where a run's time 0 falls between
