@@ -84,9 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.phases < 2:
         parser.error("--phases must be at least 2")
     text, skipped = tables(tuple(w for w in args.workloads.split(",") if w), args.phases)
-    print(text)
-    for line in skipped:
-        print(line, file=sys.stderr)
+    print("\n".join([text, *skipped]))  # a trace not on this machine is said where its table would be
     return 0
 
 
