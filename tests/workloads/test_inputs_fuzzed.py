@@ -4,6 +4,7 @@ or rejected with one line (a WorkloadError or PolicyError naming the file); neve
 Hypothesis writes the files: every profile and its parameters (plus unknown ones), values of every kind (negative,
 zero, huge, text, lists, null), missing and unknown fields, and policies with every part of a rule varied."""
 import yaml
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -130,3 +131,12 @@ def test_a_policy_is_parsed_or_rejected_in_one_line(text):
         return
     assert isinstance(policy, policy_model.Policy)
     assert len({rule.name for rule in policy.rules}) == len(policy.rules)
+
+
+def test_a_log_rate_spread_past_the_bound_is_refused_before_any_event_is_drawn():
+    """The fuzzer's find (stop 62): google_like with sigma_log 165 drew rates whose events filled 23 GB."""
+    from workloads import WorkloadError, parse_workload
+
+    with pytest.raises(WorkloadError, match="sigma_log.*must be <= 5.0"):
+        parse_workload({"profile": "google_like", "params": {"phi": 0.0, "sigma_log": 165.0}, "duration_s": 1.0,
+                        "seed": 1}, source="fuzzed")
