@@ -72,28 +72,25 @@ class Paired:
     cost: Interval
 
 
-def paired_with_the_oracle(group: pd.DataFrame, tolerance_s: float = 1e-3) -> dict[str, Paired]:
+def paired_with_the_oracle(group: pd.DataFrame) -> dict[str, Paired]:
     """Per configuration of one workload, how it fared against the oracle over the seeds where both ran at the same
-    trigger phase (since stop 62 a run's phase comes from its seed; earlier runs met a phase of their own, which a
-    record holds where it was read after the column existed); configurations with no such seed are left out.
-    Why paired: the phase alone moves what anyone keeps on a bursty trace by tens of points
+    trigger phase (to the millisecond; since stop 62 a run's phase comes from its seed; earlier runs met a phase of
+    their own, which a record holds where it was read after the column existed); configurations with no such seed
+    are left out. Why paired: the phase alone moves what anyone keeps on a bursty trace by tens of points
     (studies.trigger_phase), so a run is compared with the oracle that met the same trigger grid, and the runs at
     other phases, whose difference to it is mostly the draw, do not enter the comparison even when they are more."""
     if "trigger_phase_s" not in group:
         return {}
-    phase = pd.to_numeric(group["trigger_phase_s"], errors="coerce")
-    done = group[(group["status"] == "FINISHED") & phase.notna()].assign(_phase=phase)
-    oracle = done[done["config"] == ORACLE]
-    found: dict[str, tuple[list[float], list[float]]] = {}
-    for _, run in done[done["config"] != ORACLE].iterrows():
-        same = oracle[(oracle["seed"] == run["seed"]) & ((oracle["_phase"] - run["_phase"]).abs() <= tolerance_s)]
-        gap = run["slo_attainment"] - same["slo_attainment"].mean()
-        cost = run["cost_slot_seconds"] / same["cost_slot_seconds"].mean()
-        if len(same) and np.isfinite(gap) and np.isfinite(cost):
-            gaps, costs = found.setdefault(run["config"], ([], []))
-            gaps.append(gap)
-            costs.append(cost)
-    return {config: Paired(bootstrap_mean(gaps), bootstrap_mean(costs)) for config, (gaps, costs) in found.items()}
+    done = group[(group["status"] == "FINISHED") & group["trigger_phase_s"].notna()]
+    done = done.assign(phase_ms=(done["trigger_phase_s"] * 1000).round())
+    is_oracle = done["config"] == ORACLE
+    oracle = done[is_oracle].groupby(["seed", "phase_ms"])[["slo_attainment", "cost_slot_seconds"]].mean()
+    pairs = done[~is_oracle].join(oracle, on=["seed", "phase_ms"], rsuffix="_oracle", how="inner")
+    pairs = pairs.assign(gap=pairs["slo_attainment"] - pairs["slo_attainment_oracle"],
+                         cost=pairs["cost_slot_seconds"] / pairs["cost_slot_seconds_oracle"])
+    pairs = pairs[np.isfinite(pairs["gap"]) & np.isfinite(pairs["cost"])]
+    return {config: Paired(bootstrap_mean(runs["gap"].tolist()), bootstrap_mean(runs["cost"].tolist()))
+            for config, runs in pairs.groupby("config", sort=False)}
 
 
 def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...] = (),
