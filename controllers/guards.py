@@ -281,6 +281,13 @@ GUARD_PARAMS: dict[str, Param] = {
                                          "the held vector already keeps the covering goal (the best vector's share "
                                          "less the late ratio's or points' slack)", search_when=("settle", True),
                              search=Choices((True, False))),
+    "settle_trim_share": Param(float, 0.25, "guards, settle: after a raise, once its batch has run, lower at once "
+                                            "to the least vector that, replayed on the trigger grid over the "
+                                            "arrivals in memory, keeps what the raised one keeps (less one error "
+                                            "budget), where that frees at least this share of the held slots (a "
+                                            "raise sized for events that had waited long already takes operators "
+                                            "the later bursts do not need; one trim per raise; 1: never)",
+                               0.0, 1.0, search_when=("settle", True), search=SearchRange(0.1, 1.0)),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
     "min_degree": MIN_DEGREE,
@@ -389,6 +396,7 @@ class Guards:
         self._settle_chosen: tuple[dict[str, int], float] | None = None  # settle: the vector it last chose, and when
         self._settle_anchor: tuple[float, int] | None = None  # settle: (end, backlog) of the first batch after it
         self._settle_no_raise: str | None = None  # settle: which test held a raise the budget called for, if one did
+        self._settle_trim_due = False  # settle: a raise was taken and the review after its batch may trim it
         self._starts_seen = False  # settle: the runner asks at batch starts, so raises wait for them
         self._prior: Snapshot | None = None  # bind: the calibrated costs as a nominal batch (calibrated_start)
 
@@ -783,6 +791,30 @@ class Guards:
                 busy, span = busy + b, span + w
         return min(float(degree), busy / span) if span > 0 else self.speedup(op, degree)
 
+    def _settle_inputs(self, trigger_s: float, pending: tuple[float, int, tuple[int, ...] | None] | None = None
+                       ) -> tuple[StageModel, Arrivals, float | None] | None:
+        """The replay's stage model, the arrivals in memory (plus, at a batch start, what arrived since the last
+        batch ended: `pending` as in `_settle`) and when the events now waiting began to arrive; None before the
+        replay can be trusted."""
+        if not self._recent or self.slo_latency_s is None:
+            return None
+        last = self._recent[-1]
+        usable = next((snap for snap in reversed(self._recent) if snap.records_read >= self.params["min_records"]),
+                      None)
+        model = self.stage_model(usable) if usable else None  # a near-empty batch measures task start-up
+        if model is None:
+            return None
+        segments, waiting_since = list(self._segments), None
+        if pending is not None:
+            now, waiting, profile = pending
+            if now > last.time_s:
+                segments.extend(arrival_segments(last.time_s, now, max(0, waiting - last.backlog), profile,
+                                                 SETTLE_SPREAD_TRIGGERS * trigger_s))
+        arrivals = Arrivals.from_segments(segments)
+        if pending is not None:
+            waiting_since = arrivals.time_of(arrivals.total - pending[1])
+        return model, arrivals, waiting_since
+
     def _settle(self, current: Mapping[str, int], trigger_s: float,
                 pending: tuple[float, int, tuple[int, ...] | None] | None = None, act_below: float | None = None
                 ) -> tuple[dict[str, int], float, float, bool] | None:
@@ -801,23 +833,10 @@ class Guards:
         already keeps the covering goal (`covering_goal`): a raise there buys a point or two for slots held the rest
         of the run. A raise's vector is sized on the late events it is judged on; a vector to lower to (then never
         above the current one in any operator), on every arrival in memory."""
-        if not self._recent or self.slo_latency_s is None:
+        inputs = self._settle_inputs(trigger_s, pending)
+        if inputs is None:
             return None
-        last = self._recent[-1]
-        usable = next((snap for snap in reversed(self._recent) if snap.records_read >= self.params["min_records"]),
-                      None)
-        model = self.stage_model(usable) if usable else None  # a near-empty batch measures task start-up
-        if model is None:
-            return None
-        segments, waiting_since = list(self._segments), None
-        if pending is not None:
-            now, waiting, profile = pending
-            if now > last.time_s:
-                segments.extend(arrival_segments(last.time_s, now, max(0, waiting - last.backlog), profile,
-                                                 SETTLE_SPREAD_TRIGGERS * trigger_s))
-        arrivals = Arrivals.from_segments(segments)
-        if pending is not None:
-            waiting_since = arrivals.time_of(arrivals.total - pending[1])
+        model, arrivals, waiting_since = inputs
         chosen = self._settle_chosen
         since = chosen[1] if chosen is not None and chosen[0] == dict(current) else None
         anchor = self._settle_anchor if since is not None else None
@@ -882,8 +901,30 @@ class Guards:
         saved = now_saved + max(0.0, past(held) - past(raised)) * max(0.0, self.horizon_s - now) / held_for
         return saved / held.window_events(self.horizon_s) >= 1.0 - settle_act_share(target)
 
-    def _settle_chose(self, vector: Mapping[str, int], time_s: float) -> None:
+    def _settle_chose(self, vector: Mapping[str, int], time_s: float, raised: bool = False) -> None:
         self._settle_chosen, self._settle_anchor = (dict(vector), time_s), None
+        self._settle_trim_due = raised
+
+    def _settle_trim(self, current: Mapping[str, int], trigger_s: float
+                     ) -> tuple[dict[str, int], float, float] | None:
+        """(the least vector at or below `current`, found greedily, that replayed from an empty queue over every
+        arrival in memory keeps the held vector's attainment less one error budget; its attainment; the held one's),
+        or None before the replay can be trusted. Why: a raise is sized for the batch about to start, on events that
+        may have waited long already (on a trace that opens on a burst, through the run's slow first batch), and
+        rescuing them in time takes every operator; held, those degrees buy nothing the next bursts need. The
+        replay on the trigger grid says which ones a vector held through the same arrivals would have needed.
+        Judged on the attainment itself, not on the share of a window to come (`Replay.share`), which early in a
+        run dilutes a burst's late events and would trim the degrees the burst needs as well."""
+        inputs = self._settle_inputs(trigger_s)
+        if inputs is None:
+            return None
+        model, arrivals, _ = inputs
+        slo = self.slo_latency_s
+        held = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo)
+        goal = held.attainment - (1.0 - self.params["settle_target"])
+        floor = {op: min(self.params["min_degree"], current[op]) for op in self.operators}
+        vector, result = covering_vector(model, arrivals, floor, dict(current), trigger_s, slo, goal, 0.0, goal=goal)
+        return vector, result.attainment, held.attainment
 
     def _settle_at_start(self, pending: int, current: Mapping[str, int], trigger_s: float, time_s: float,
                          recent_arrivals: tuple[int, ...] | None) -> Decision | None:
@@ -901,13 +942,37 @@ class Guards:
         want = {op: max(current[op], vector[op]) for op in self.operators}
         if want == dict(current):
             return None
-        self._settle_chose(want, time_s)
+        self._settle_chose(want, time_s, raised=True)
         return Decision(want, f"settle: {pending} events waiting; replayed, {vector_text(current)} keeps "
                               f"{now_attainment:.1%} on time < {act:.1%}, "
                               f"{vector_text(want)} {attainment:.1%}",
                         details={"guard.settle_attainment_current": now_attainment,
                                  "guard.settle_attainment": attainment, "guard.settle_vector": vector_text(vector),
                                  "predicted.records": float(pending), "predicted.vector": vector_text(want)})
+
+    def _settle_review_trim(self, current: Mapping[str, int], t: float, trigger_s: float
+                            ) -> tuple[dict[str, int], float, float, float] | None:
+        """At the first review after a raise's batch (the raised vector in force): (the trimmed vector, its replayed
+        attainment, the held one's, the share of slots it frees) when `_settle_trim` frees at least
+        `settle_trim_share` of the held slots; else None, and no trim until the next raise. One trim per raise: an
+        action in this mode is a restart, taken only for a large saving."""
+        chosen = self._settle_chosen
+        if not self._settle_trim_due or chosen is None or chosen[1] >= t:
+            return None
+        self._settle_trim_due = False
+        if chosen[0] != dict(current):
+            return None
+        found = self._settle_trim(current, trigger_s)
+        if found is None:
+            return None
+        vector, attainment, held = found
+        held_slots = sum(current.values())
+        freed = (held_slots - sum(vector.values())) / held_slots
+        if freed <= 0 or freed < self.params["settle_trim_share"]:
+            return None
+        self._lower_since = None
+        self._settle_chose(vector, t)
+        return vector, attainment, held, freed
 
     def _settle_review(self, snapshot: Snapshot, reason: str, details: dict[str, Any]) -> Decision:
         """The review with settle on: the controller's proposal is recorded, not applied. Up at once to the covering
@@ -918,6 +983,16 @@ class Guards:
         for key in [k for k in details if k.startswith("predicted.")]:
             del details[key]  # the proposal's predictions: the ledger must not credit them to the settle rule
         window = self._excluded(t)
+        trimmed = None if window is not None else self._settle_review_trim(current, t, snapshot.trigger_interval_s)
+        if trimmed is not None:
+            vector, attainment, held, freed = trimmed
+            details.update({"guard.settle_attainment": attainment, "guard.settle_attainment_current": held,
+                            "guard.settle_trim": True,
+                            "guard.settle_vector": vector_text(vector)})
+            return Decision(vector, f"{reason}; guards: settle: trim after the raise: replayed on the trigger grid, "
+                                    f"{vector_text(vector)} keeps {attainment:.1%} on time where "
+                                    f"{vector_text(current)} keeps {held:.1%}, {freed:.0%} fewer slots",
+                            details=details)
         found = None if window is not None else self._settle(current, snapshot.trigger_interval_s)
         if found is None:
             if window is not None:
@@ -935,7 +1010,7 @@ class Guards:
                 return Decision(current, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "
                                          f"{now_attainment:.1%} on time < {act:.1%}; the raise is left to the next "
                                          f"batch start (it sees the events waiting)", details=details)
-            self._settle_chose(want, t)
+            self._settle_chose(want, t, raised=True)
             return Decision(want, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "
                                   f"{now_attainment:.1%} on time < {act:.1%}; {vector_text(want)} "
                                   f"{attainment:.1%}", details=details)
