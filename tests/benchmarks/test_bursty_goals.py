@@ -139,6 +139,10 @@ def test_where_runs_met_the_oracles_trigger_phase_the_attainment_test_reads_the_
     rows += [row(f"f{seed}", "threshold", seed, 0.30, 200.0, None) for seed in (1, 2)]
     # ds2 ran at free phases only: the means decide, 0.40 against the oracle's 0.56
     rows += [row(f"d{seed}", "ds2", seed, 0.40, 105.0, None) for seed in (1, 2)]
+    # settled DS2: 1.5x the oracle beside it at the same phase, 2.5x the cheapest oracle on a dearer day's runs
+    rows += [row(f"s{seed}", "ds2:settle=true", seed, att - 0.05, 150.0, phase)
+             for seed, phase, att in ((1, 1.236068, 0.36), (2, 0.472136, 0.76))]
+    rows += [row(f"S{seed}", "ds2:settle=true", seed, 0.30, 350.0, None) for seed in (1, 2)]
     record = tmp_path / "runs.csv"
     pd.DataFrame(rows).reindex(columns=list(RECORD_COLUMNS)).to_csv(record, index=False)
     text = "\n".join(goals(None, [], record=record))
@@ -148,3 +152,8 @@ def test_where_runs_met_the_oracles_trigger_phase_the_attainment_test_reads_the_
     assert "ds2                                  against the oracle" not in text
     assert ("best non-oracle within 5% points of the oracle's attainment: threshold at 1.10x (paired) — goal <= 1.3x "
             "met") in text
+    # the DS2 cost goal reads the same pairs where there are any; the unpaired means are 2.50x
+    assert ("DS2 with guards, settled (ds2:settle=true): 1.50x the oracle (paired: the oracle at the same seed and "
+            "trigger phase, 2 seeds, 1.50 [1.50, 1.50]x; against the cheapest oracle run of each seed 2.50x) — goal "
+            "<= 1.6x met") in text
+    assert "DS2 with guards: 1.05x the oracle — goal <= 1.6x met" in text  # no pairs: the cheapest oracle, as before
