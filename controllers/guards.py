@@ -62,7 +62,11 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   sufficed for `settle_down_s`, if the change pays for itself (the reconfiguration-cost test). Where no vector the
   slots allow keeps the target, the least one with at most `settle_late_ratio` times the best one's late events and
   at most `settle_late_points` more; a raise is sized on the late events it is judged on, and, there, not taken where
-  the held vector already keeps that much (`settle_min_gain`). The error budget is spent over `settle_memory_s`,
+  the held vector already keeps that much (`settle_min_gain`). A raise rescues events that have already waited
+  (on a trace that opens on a burst, through the slow first batches) and takes cheap operators too: at the first
+  review after its batch, settle trims it once to the least vector that, replayed on the trigger grid over the same
+  arrivals, keeps what the raised one keeps less one error budget, where that frees at least `settle_trim_share` of
+  the held slots (`_settle_trim`). The error budget is spent over `settle_memory_s`,
   or over the run where it is bounded and shorter (`RunContext.duration_s`: a replayed workload is judged over it),
   and there no raise is taken that the rest of the run cannot repay (`_raise_can_pay`).
   It replaces burst sizing and the controller's proposal (recorded in the
