@@ -441,3 +441,18 @@ def test_a_raise_for_events_that_waited_long_is_trimmed_once_to_what_the_trigger
         assert actions <= 2 * raises
     assert trims >= 1
     assert not any("trim" in d.reason for r in untrimmed for d in r[2].decisions if d.changed)
+
+
+def test_a_trimmed_vector_raised_again_ends_the_trims_of_the_run():
+    """Raise, trim, raise again is churn (the held-out Alibaba LoRA trace in the plant: 6 actions where holding took
+    3.5): after a trimmed vector had to be raised, later raises are held as they are."""
+    g = guards()
+    raised = {**{op: 2 for op in OPS}, "enrich": 4}
+    trimmed = {**{op: 1 for op in OPS}, "enrich": 4}
+    g._settle_chose(raised, 10.0, raised=True)
+    assert g._settle_trim_due
+    g._settle_chose(trimmed, 12.0, trimmed=True)
+    g._settle_chose(raised, 40.0, raised=True)  # the trim was wrong
+    assert not g._settle_trim_due and g._settle_review_trim(raised, 42.0, 2.0) is None
+    g._settle_chose({**raised, "sink": 3}, 60.0, raised=True)
+    assert not g._settle_trim_due
