@@ -402,6 +402,7 @@ class Guards:
         self._settle_no_raise: str | None = None  # settle: which test held a raise the budget called for, if one did
         self._settle_trim_due = False  # settle: a raise was taken and the review after its batch may trim it
         self._settle_trimmed = False  # settle: the vector held now is a trim's
+        self._settle_raised_from: dict[str, int] | None = None  # settle: the vector before the last raise
         self._settle_trims_off = False  # settle: a trimmed vector had to be raised again: no more trims this run
         self._starts_seen = False  # settle: the runner asks at batch starts, so raises wait for them
         self._prior: Snapshot | None = None  # bind: the calibrated costs as a nominal batch (calibrated_start)
@@ -907,16 +908,20 @@ class Guards:
         saved = now_saved + max(0.0, past(held) - past(raised)) * max(0.0, self.horizon_s - now) / held_for
         return saved / held.window_events(self.horizon_s) >= 1.0 - settle_act_share(target)
 
-    def _settle_chose(self, vector: Mapping[str, int], time_s: float, raised: bool = False,
+    def _settle_chose(self, vector: Mapping[str, int], time_s: float, raised_from: Mapping[str, int] | None = None,
                       trimmed: bool = False) -> None:
-        if raised and self._settle_trimmed:
+        """Settle holds `vector` from `time_s`: raised from the vector `raised_from`, or trimmed, or lowered."""
+        if raised_from is not None and self._settle_trimmed:
             self._settle_trims_off = True  # the trim cost an action and a raise: it is not tried again
         self._settle_chosen, self._settle_anchor = (dict(vector), time_s), None
-        self._settle_trim_due, self._settle_trimmed = raised and not self._settle_trims_off, trimmed
+        self._settle_trim_due, self._settle_trimmed = raised_from is not None and not self._settle_trims_off, trimmed
+        self._settle_raised_from = dict(raised_from) if raised_from is not None else None
 
-    def _settle_trim(self, current: Mapping[str, int], trigger_s: float
+    def _settle_trim(self, current: Mapping[str, int], floor: Mapping[str, int], trigger_s: float
                      ) -> tuple[dict[str, int], float, float] | None:
-        """(the least vector at or below `current`, found greedily, that replayed from an empty queue over every
+        """(the least vector between `floor` (the vector before the raise: a trim takes back only what the raise
+        added, never what earlier bursts were judged to need) and `current`, found greedily, that replayed from an
+        empty queue over every
         arrival in memory keeps the held vector's attainment less one error budget; its attainment; the held one's),
         or None before the replay can be trusted. Why: a raise is sized for the batch about to start, on events that
         may have waited long already (on a trace that opens on a burst, through the run's slow first batch), and
@@ -931,7 +936,7 @@ class Guards:
         slo = self.slo_latency_s
         held = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo)
         goal = held.attainment - (1.0 - self.params["settle_target"])
-        floor = {op: min(self.params["min_degree"], current[op]) for op in self.operators}
+        floor = {op: min(floor[op], current[op]) for op in self.operators}
         vector, result = covering_vector(model, arrivals, floor, dict(current), trigger_s, slo, goal, 0.0, goal=goal)
         return vector, result.attainment, held.attainment
 
@@ -951,7 +956,7 @@ class Guards:
         want = {op: max(current[op], vector[op]) for op in self.operators}
         if want == dict(current):
             return None
-        self._settle_chose(want, time_s, raised=True)
+        self._settle_chose(want, time_s, raised_from=current)
         return Decision(want, f"settle: {pending} events waiting; replayed, {vector_text(current)} keeps "
                               f"{now_attainment:.1%} on time < {act:.1%}, "
                               f"{vector_text(want)} {attainment:.1%}",
@@ -971,9 +976,9 @@ class Guards:
         if not self._settle_trim_due or chosen is None or chosen[1] >= t:
             return None
         self._settle_trim_due = False
-        if chosen[0] != dict(current):
+        if chosen[0] != dict(current) or self._settle_raised_from is None:
             return None
-        found = self._settle_trim(current, trigger_s)
+        found = self._settle_trim(current, self._settle_raised_from, trigger_s)
         if found is None:
             return None
         vector, attainment, held = found
@@ -1021,7 +1026,7 @@ class Guards:
                 return Decision(current, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "
                                          f"{now_attainment:.1%} on time < {act:.1%}; the raise is left to the next "
                                          f"batch start (it sees the events waiting)", details=details)
-            self._settle_chose(want, t, raised=True)
+            self._settle_chose(want, t, raised_from=current)
             return Decision(want, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "
                                   f"{now_attainment:.1%} on time < {act:.1%}; {vector_text(want)} "
                                   f"{attainment:.1%}", details=details)

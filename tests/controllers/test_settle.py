@@ -449,10 +449,11 @@ def test_a_trimmed_vector_raised_again_ends_the_trims_of_the_run():
     g = guards()
     raised = {**{op: 2 for op in OPS}, "enrich": 4}
     trimmed = {**{op: 1 for op in OPS}, "enrich": 4}
-    g._settle_chose(raised, 10.0, raised=True)
+    ones = {op: 1 for op in OPS}
+    g._settle_chose(raised, 10.0, raised_from=ones)
     assert g._settle_trim_due
     g._settle_chose(trimmed, 12.0, trimmed=True)
-    g._settle_chose(raised, 40.0, raised=True)  # the trim was wrong
+    g._settle_chose(raised, 40.0, raised_from=trimmed)  # the trim was wrong
     assert not g._settle_trim_due and g._settle_review_trim(raised, 42.0, 2.0) is None
-    g._settle_chose({**raised, "sink": 3}, 60.0, raised=True)
+    g._settle_chose({**raised, "sink": 3}, 60.0, raised_from=raised)
     assert not g._settle_trim_due
