@@ -157,3 +157,26 @@ def test_where_runs_met_the_oracles_trigger_phase_the_attainment_test_reads_the_
             "trigger phase, 2 seeds, 1.50 [1.50, 1.50]x; against the cheapest oracle run of each seed 2.50x) — goal "
             "<= 1.6x met") in text
     assert "DS2 with guards: 1.05x the oracle — goal <= 1.6x met" in text  # no pairs: the cheapest oracle, as before
+
+
+def test_the_before_after_tables_in_the_readme_and_the_docs_are_the_read_out_of_the_record(tmp_path):
+    """README and docs/bursty.md quote the before/after table the read-out prints over docs/bursty/runs.csv: each
+    must hold it line for line, so a record that grows without the docs following fails here (until stop 62 they
+    were copied by hand, and nothing checked them)."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    record = tmp_path / "runs.csv"
+    shutil.copy(root / "docs" / "bursty" / "runs.csv", record)  # the read-out may write the record back
+    lines = goals(None, [], record=record)
+    start = next(i for i, line in enumerate(lines) if line.startswith("| workload | oracle SLO |"))
+    table = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    assert len(table) >= 7, table  # the heading, the rule and the five traces of the suite
+    for page in ("README.md", "docs/bursty.md"):
+        text = (root / page).read_text()
+        assert "\n".join(table) in text, f"{page}: the before/after table is not the read-out's:\n" + "\n".join(table)
