@@ -1013,6 +1013,7 @@ class Guards:
         if found is None:
             if window is not None:
                 self._lower_since = None
+                self._settle_trim_due = False  # a trim is for the review right after the raise's batch, not later
             note = "excluded period" if window is not None else "too little observed to replay"
             return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} ({note})", details=details)
         vector, attainment, now_attainment, raise_due = found
