@@ -26,8 +26,7 @@ demo: setup  ## run the demo experiment (3 controller variants x 60 s on local S
 	$(BIN)/python -m analysis.demo
 
 # Three groups. The Spark modules that only check what happened run two at a time, each module whole on one process
-# (--dist loadfile: a module's runs are made once). Modules marked `no_spark_job` carry `spark` (they check Java and the master, or
-# run real Airflow for minutes) but start no Spark job: they run with the tests that need no Spark (below). Then the `timing` tests, which check how many batches ran, when
+# (--dist loadfile: a module's runs are made once). Then the `timing` tests, which check how many batches ran, when
 # an action came or what the costs a run measured led to, run without another Spark run beside them; their runs are
 # mostly light loads that leave a core idle, so the tests that need no Spark run meanwhile at the lowest CPU priority (nice 19: the kernel gives them
 # what the timing runs leave), two at a time to take idle time on either core. Those print their output when both
@@ -45,10 +44,9 @@ test: setup  ## run the test suite (unit + integration on real local Spark, Airf
 	archive=$$(SPARK_SUBMIT_OPTS="$$c1" $(BIN)/python -m jobs.jvm_archive); \
 	export SPARK_SUBMIT_OPTS="$${SPARK_SUBMIT_OPTS:-} $$archive"; \
 	SPARK_SUBMIT_OPTS="$$c1 $$archive" \
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "spark and not timing and not no_spark_job"; spark=$$?; \
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "spark and not timing"; spark=$$?; \
 	base=$$(mktemp -d); \
-	nice -n 19 $(BIN)/python -m pytest -n 2 --dist loadfile -m "not spark or no_spark_job" -p no:cacheprovider \
-		--basetemp=$$base/tmp \
+	nice -n 19 $(BIN)/python -m pytest -n 2 --dist loadfile -m "not spark" -p no:cacheprovider --basetemp=$$base/tmp \
 		> .local/test-no-spark.log 2>&1 & no_spark_pid=$$!; \
 	trap 'kill $$no_spark_pid 2>/dev/null' INT TERM; \
 	$(BIN)/python -m pytest -m timing; timing=$$?; \

@@ -5,7 +5,7 @@ import pytest
 
 from benchmarks.faults import BAD_INPUTS, bad_input, cases, page
 
-pytestmark = [pytest.mark.spark, pytest.mark.no_spark_job]
+pytestmark = pytest.mark.spark
 
 # the killed recording process and the local stack's leftovers are checked in more detail by
 # tests/jobs/test_liveness.py and tests/deploy/test_local_stack_stop.py, with the same process scripts, and the

@@ -7,7 +7,7 @@ from mlflow.tracking import MlflowClient
 
 from tests.dags.dag_runs import EXPERIMENT, assert_state, run_dag, sqlite_uri, states, xcom
 
-pytestmark = [pytest.mark.spark, pytest.mark.no_spark_job]  # real Airflow runs, minutes like the Spark tests
+pytestmark = pytest.mark.spark  # real Airflow runs, minutes like the Spark tests
 
 
 def record_arrivals(uri: str, runs: int = 4, batches: int = 400) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from jobs.run import main
 from tests.support import run_cli
 
-pytestmark = [pytest.mark.spark, pytest.mark.no_spark_job]
+pytestmark = pytest.mark.spark
 
 
 def run_main(argv, capsys):
