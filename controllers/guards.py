@@ -400,9 +400,9 @@ class Guards:
         self._settle_chosen: tuple[dict[str, int], float] | None = None  # settle: the vector it last chose, and when
         self._settle_anchor: tuple[float, int] | None = None  # settle: (end, backlog) of the first batch after it
         self._settle_no_raise: str | None = None  # settle: which test held a raise the budget called for, if one did
-        self._settle_trim_due = False  # settle: a raise was taken and the review after its batch may trim it
+        # settle: the vector before a raise the review after its batch may still trim back towards (None: no trim due)
+        self._settle_trim_floor: dict[str, int] | None = None
         self._settle_trimmed = False  # settle: the vector held now is a trim's
-        self._settle_raised_from: dict[str, int] | None = None  # settle: the vector before the last raise
         self._settle_trims_off = False  # settle: a trimmed vector had to be raised again: no more trims this run
         self._starts_seen = False  # settle: the runner asks at batch starts, so raises wait for them
         self._prior: Snapshot | None = None  # bind: the calibrated costs as a nominal batch (calibrated_start)
@@ -914,15 +914,20 @@ class Guards:
         if raised_from is not None and self._settle_trimmed:
             self._settle_trims_off = True  # the trim cost an action and a raise: it is not tried again
         self._settle_chosen, self._settle_anchor = (dict(vector), time_s), None
-        self._settle_trim_due, self._settle_trimmed = raised_from is not None and not self._settle_trims_off, trimmed
-        self._settle_raised_from = dict(raised_from) if raised_from is not None else None
+        self._settle_trimmed = trimmed
+        self._settle_trim_floor = dict(raised_from) if raised_from is not None and not self._settle_trims_off else None
+
+    @property
+    def _settle_trim_due(self) -> bool:
+        """Whether the review after the last raise's batch may still trim it."""
+        return self._settle_trim_floor is not None
 
     def _settle_trim(self, current: Mapping[str, int], floor: Mapping[str, int], trigger_s: float
                      ) -> tuple[dict[str, int], float, float] | None:
         """(the least vector between `floor` (the vector before the raise: a trim takes back only what the raise
         added, never what earlier bursts were judged to need) and `current`, found greedily, that replayed from an
-        empty queue over every
-        arrival in memory keeps the held vector's attainment less one error budget; its attainment; the held one's),
+        empty queue over every arrival in memory keeps the held vector's attainment less one error budget; its
+        attainment; the held one's),
         or None before the replay can be trusted. Why: a raise is sized for the batch about to start, on events that
         may have waited long already (on a trace that opens on a burst, through the run's slow first batch), and
         rescuing them in time takes every operator; held, those degrees buy nothing the next bursts need. The
@@ -972,13 +977,13 @@ class Guards:
         none after a trimmed vector had to be raised again: an action in this mode is a restart, and on a trace
         whose bursts recur (the held-out Alibaba LoRA trace in the plant) raise, trim, raise again took 6 actions
         where holding took 3.5."""
-        chosen = self._settle_chosen
-        if not self._settle_trim_due or chosen is None or chosen[1] >= t:
+        chosen, floor = self._settle_chosen, self._settle_trim_floor
+        if floor is None or chosen is None or chosen[1] >= t:
             return None
-        self._settle_trim_due = False
-        if chosen[0] != dict(current) or self._settle_raised_from is None:
+        self._settle_trim_floor = None
+        if chosen[0] != dict(current):
             return None
-        found = self._settle_trim(current, self._settle_raised_from, trigger_s)
+        found = self._settle_trim(current, floor, trigger_s)
         if found is None:
             return None
         vector, attainment, held = found
@@ -1003,8 +1008,7 @@ class Guards:
         if trimmed is not None:
             vector, attainment, held, freed = trimmed
             details.update({"guard.settle_attainment": attainment, "guard.settle_attainment_current": held,
-                            "guard.settle_trim": True,
-                            "guard.settle_vector": vector_text(vector)})
+                            "guard.settle_trim": True, "guard.settle_vector": vector_text(vector)})
             return Decision(vector, f"{reason}; guards: settle: trim after the raise: replayed on the trigger grid, "
                                     f"{vector_text(vector)} keeps {attainment:.1%} on time where "
                                     f"{vector_text(current)} keeps {held:.1%}, {freed:.0%} fewer slots",
@@ -1013,7 +1017,7 @@ class Guards:
         if found is None:
             if window is not None:
                 self._lower_since = None
-                self._settle_trim_due = False  # a trim is for the review right after the raise's batch, not later
+                self._settle_trim_floor = None  # a trim is for the review right after the raise's batch, not later
             note = "excluded period" if window is not None else "too little observed to replay"
             return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} ({note})", details=details)
         vector, attainment, now_attainment, raise_due = found
