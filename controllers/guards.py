@@ -68,7 +68,9 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   arrivals, keeps what the raised one keeps less one error budget, where that frees at least `settle_trim_share` of
   the held slots (`_settle_trim`). The error budget is spent over `settle_memory_s`,
   or over the run where it is bounded and shorter (`RunContext.duration_s`: a replayed workload is judged over it),
-  and there no raise is taken that the rest of the run cannot repay (`_raise_can_pay`).
+  and there no raise is taken that the rest of the run cannot repay (`_raise_can_pay`), nor a lowering whose freed
+  slots the rest of the run cannot repay. With `settle_rate_sizing` (off by default), a raise at a batch start is
+  also sized for the next batch, on what arrives meanwhile at the last trigger interval's rate.
   It replaces burst sizing and the controller's proposal (recorded in the
   details, not applied), so `ds2:settle=true` and `threshold:settle=true` act alike; slot bounds, blocks already set
   and excluded periods hold; the ineffective-scaling check is not run on its raises (they are sized on the observed
@@ -292,6 +294,12 @@ GUARD_PARAMS: dict[str, Param] = {
                                             "raise sized for events that had waited long already takes operators "
                                             "the later bursts do not need; one trim per raise; 1: never)",
                                0.0, 1.0, search_when=("settle", True), search=SearchRange(0.1, 1.0)),
+    "settle_rate_sizing": Param(bool, False, "guards, settle: a raise at a batch start is sized for the batch after "
+                                             "it as well, on what arrives meanwhile at the rate of the last trigger "
+                                             "interval (a burst still arriving is more than the events waiting: "
+                                             "sized on those alone, the next batch is late and takes a second raise; "
+                                             "off by default: in the plant it took more actions than it saved)",
+                                search_when=("settle", True), search=Choices((True, False))),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
     "min_degree": MIN_DEGREE,
@@ -405,6 +413,7 @@ class Guards:
         self._settle_trimmed = False  # settle: the vector held now is a trim's
         self._settle_trims_off = False  # settle: a trimmed vector had to be raised again: no more trims this run
         self._starts_seen = False  # settle: the runner asks at batch starts, so raises wait for them
+        self._settle_sized_rate = 0.0  # settle: the rate the last raise searched sized the next batch for (events/s)
         self._prior: Snapshot | None = None  # bind: the calibrated costs as a nominal batch (calibrated_start)
 
     # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
@@ -875,6 +884,17 @@ class Guards:
         vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window, waiting_since,
                                          ratio, points, since if raising else None, goal if raising else None,
                                          anchor)
+        at_start = raising and pending is not None
+        self._settle_sized_rate = self._settle_next_rate(arrivals, trigger_s) if at_start else 0.0
+        if self._settle_sized_rate:
+            # from the vector the waiting events need, on up for the next batch as well; its goal is the slot
+            # bound's on the same projection, so a burst beyond every vector neither drops the raise nor sends it
+            # to the bound
+            sized, _ = covering_vector(model, arrivals, vector, top, trigger_s, slo, target, window, waiting_since,
+                                       ratio, points, since, None, anchor, self._settle_sized_rate)
+            if sized == vector:
+                self._settle_sized_rate = 0.0
+            vector = sized
         if raising and not self._raise_can_pay(held, result, arrivals, since, target, pending is not None):
             left = max(0.0, self.horizon_s - arrivals.times[-1])
             self._settle_no_raise = (f"repay: a raise to {vector_text(vector)} would not save the error budget it is "
@@ -887,6 +907,15 @@ class Guards:
         if not raising:
             vector = {op: min(vector[op], current[op]) for op in self.operators}
         return vector, result.new_share(window), now_share, raising
+
+    def _settle_next_rate(self, arrivals: Arrivals, trigger_s: float) -> float:
+        """The rate (events/s) a raise at a batch start sizes the next batch for (`settle_rate_sizing`): that of
+        the last trigger interval's arrivals, the burst as it arrives now; 0 with the option off."""
+        if not self.params["settle_rate_sizing"] or len(arrivals.times) < 2:
+            return 0.0
+        now = arrivals.times[-1]
+        span = min(trigger_s, now - arrivals.times[0])
+        return (arrivals.total - arrivals.due(now - span)) / span if span > 0 else 0.0
 
     def _raise_can_pay(self, held: Replay, raised: Replay, arrivals: Arrivals, since: float | None,
                        target: float, waiting: bool) -> bool:
@@ -962,11 +991,14 @@ class Guards:
         if want == dict(current):
             return None
         self._settle_chose(want, time_s, raised_from=current)
+        rate = self._settle_sized_rate
         return Decision(want, f"settle: {pending} events waiting; replayed, {vector_text(current)} keeps "
                               f"{now_attainment:.1%} on time < {act:.1%}, "
-                              f"{vector_text(want)} {attainment:.1%}",
+                              f"{vector_text(want)} {attainment:.1%}"
+                              + (f" (with the next batch at {rate:.0f} ev/s)" if rate else ""),
                         details={"guard.settle_attainment_current": now_attainment,
                                  "guard.settle_attainment": attainment, "guard.settle_vector": vector_text(vector),
+                                 "guard.settle_next_rate": rate,
                                  "predicted.records": float(pending), "predicted.vector": vector_text(want)})
 
     def _settle_review_trim(self, current: Mapping[str, int], t: float, trigger_s: float
@@ -1051,11 +1083,17 @@ class Guards:
             return Decision(current, f"{reason}; guards: settle: {vector_text(vector)} would do, pending "
                                      f"({waited:.0f}/{p['settle_down_s']:g} s)", details=details)
         before, after = sum(current.values()), sum(vector.values())
-        benefit, cost = (before - after) * p["benefit_horizon_s"], p["reconfig_cost_s"] * (before + after)
+        # in a bounded run, the freed slots count only over what is left of it: in the plant, settle lowered the
+        # Alibaba trace's held vector 0.7 s after the run's end, an action that freed nothing
+        horizon = p["benefit_horizon_s"] if self.horizon_s <= 0 else min(p["benefit_horizon_s"],
+                                                                         max(0.0, self.horizon_s - t))
+        benefit, cost = (before - after) * horizon, p["reconfig_cost_s"] * (before + after)
         details.update({"guard.benefit_slot_s": benefit, "guard.cost_slot_s": cost})
         if benefit <= cost:
             return Decision(current, f"{reason}; guards: settle: {vector_text(vector)} would do, not worth a change "
-                                     f"({benefit:.0f} <= {cost:.0f} slot-s)", details=details)
+                                     f"({benefit:.0f} <= {cost:.0f} slot-s"
+                                     + (f" over the {horizon:.0f} s left of the run)"
+                                        if horizon < p["benefit_horizon_s"] else ")"), details=details)
         self._lower_since = None
         self._settle_chose(vector, t)
         return Decision(vector, f"{reason}; guards: settle: replayed, {vector_text(vector)} keeps {attainment:.1%} "

@@ -61,6 +61,20 @@ def test_events_waiting_at_a_batch_start_are_replayed_as_the_one_batch_that_read
     assert arrivals.time_of(arrivals.total - 3000) == pytest.approx(1.0)
 
 
+def test_a_burst_still_arriving_is_replayed_with_the_batch_after_the_waiting_one():
+    # as above, the batch at 4 s reads the 3,000 waiting and ends at 7 s; with the events arriving at 1,000/s, the
+    # next batch starts at 7 s (it overran the 6 s trigger) on the 3,000 that arrived meanwhile and ends at 10 s:
+    # those of [4, 5) s are late for a 5 s SLO. They count as judged and late since, and apart as late_next.
+    arrivals = Arrivals.from_segments([(0.0, 4.0, 4000)])
+    both = replay(arrivals, lambda n: 1e-3 * n, trigger_s=2.0, slo_s=5.0, waiting_since=1.0, next_rate=1000.0)
+    assert both.judged == pytest.approx(7000) and both.on_time == pytest.approx(3000 + 2000)
+    assert (both.late_last, both.late_next, both.late_since) == pytest.approx((1000, 1000, 2000))
+    assert both.largest_batch == pytest.approx(3000)
+    # without events waiting there is no batch about to start, and nothing to project after it
+    free = replay(arrivals, lambda n: 1e-3 * n, trigger_s=2.0, slo_s=5.0, next_rate=1000.0)
+    assert (free.judged, free.late_next) == pytest.approx((4000, 0))
+
+
 def test_late_events_are_counted_apart_from_a_time_on():
     # one batch at 2 s taking 4 s: events of [0, 1) are late; from 0.5 s on, half of those
     result = replay(even(100), lambda n: 4.0, trigger_s=2.0, slo_s=5.0, since=0.5)
