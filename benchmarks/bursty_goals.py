@@ -11,8 +11,9 @@ the cheapest non-oracle configuration whose attainment is within 5 points of the
 (where the record has runs of a configuration at the same trigger phase as an oracle run of the same seed, as
 since stop 62, both read from those pairs alone; elsewhere the means over every seed);
 DS2 with guards costs <= 1.6x the oracle (paired as above where the record can, since stop 63) and takes <= half
-DS2's scaling actions without guards — read for the default guards (`ds2`) and for the guards' few-actions mode
-(`ds2:settle=true`), each on its own. Last, the
+DS2's scaling actions without guards — read for the default guards (`ds2`), for the guards' few-actions mode
+(`ds2:settle=true`) and for that mode with raises sized for the burst still arriving
+(`ds2:settle=true,settle_rate_sizing=true`, since stop 64), each on its own. Last, the
 before/after table (the published DS2 against the layer's defaults and its few-actions mode) as markdown, which
 docs/bursty.md and the README quote.
 
@@ -43,11 +44,14 @@ DS2 = "ds2:guards=false"  # the published DS2
 # DS2 with guards: the defaults, and settled (the guards' few-actions mode, controllers/settle.py): (configuration,
 # how the read-out names it, its verdicts' prefix)
 GUARDED_DS2 = (("ds2", "DS2 with guards", "guarded"),
-               ("ds2:settle=true", "DS2 with guards, settled (ds2:settle=true)", "settled"))
+               ("ds2:settle=true", "DS2 with guards, settled (ds2:settle=true)", "settled"),
+               ("ds2:settle=true,settle_rate_sizing=true", "DS2 with guards, settled, rate-sized raises "
+                "(ds2:settle=true,settle_rate_sizing=true)", "rate_sized"))
 # the before/after table's columns (configuration, heading): the published DS2, the layer's defaults on the two
-# controllers it was built on, and its few-actions mode
+# controllers it was built on, and its few-actions mode, also with its raises sized for the burst still arriving
 BEFORE_AFTER = (("ds2:guards=false", "DS2 as published"), ("ds2", "DS2, default guards"),
-                ("threshold", "threshold, default guards"), ("ds2:settle=true", "DS2, `settle=true`"))
+                ("threshold", "threshold, default guards"), ("ds2:settle=true", "DS2, `settle=true`"),
+                ("ds2:settle=true,settle_rate_sizing=true", "DS2, `settle=true,settle_rate_sizing=true`"))
 
 
 def configuration_table(group: pd.DataFrame) -> pd.DataFrame:
