@@ -66,7 +66,8 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   (on a trace that opens on a burst, through the slow first batches) and takes cheap operators too: at the first
   review after its batch, settle trims it once to the least vector that, replayed on the trigger grid over the same
   arrivals, keeps what the raised one keeps less one error budget, where that frees at least `settle_trim_share` of
-  the held slots (`_settle_trim`). The error budget is spent over `settle_memory_s`,
+  the held slots (`_settle_trim`); a raise it would take straight back is not taken while the batch about to start
+  is on time at the held vector (`_trim_would_undo`). The error budget is spent over `settle_memory_s`,
   or over the run where it is bounded and shorter (`RunContext.duration_s`: a replayed workload is judged over it),
   and there no raise is taken that the rest of the run cannot repay (`_raise_can_pay`), nor a lowering whose freed
   slots the rest of the run cannot repay. With `settle_rate_sizing` (off by default), a raise at a batch start is
@@ -292,7 +293,9 @@ GUARD_PARAMS: dict[str, Param] = {
                                             "arrivals in memory, keeps what the raised one keeps (less one error "
                                             "budget), where that frees at least this share of the held slots (a "
                                             "raise sized for events that had waited long already takes operators "
-                                            "the later bursts do not need; one trim per raise; 1: never)",
+                                            "the later bursts do not need; one trim per raise, and no raise at "
+                                            "a batch start it would take straight back while that batch is on "
+                                            "time at the held vector; 1: never)",
                                0.0, 1.0, search_when=("settle", True), search=SearchRange(0.1, 1.0)),
     "settle_rate_sizing": Param(bool, False, "guards, settle: a raise at a batch start is sized for the batch after "
                                              "it as well, on what arrives meanwhile at the rate of the last trigger "
@@ -904,9 +907,33 @@ class Guards:
             raising = False  # a review: no raise, but a lower vector may still do
             vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window,
                                              waiting_since, ratio, points)
+        if raising and pending is not None and held.late_last < 0.5 and self._trim_would_undo(current, vector,
+                                                                                              trigger_s):
+            self._settle_no_raise = (f"undone: the batch about to start is on time at {vector_text(current)}, and "
+                                     f"the trim after a raise to {vector_text(vector)} would take it back")
+            return dict(current), now_share, now_share, False
         if not raising:
             vector = {op: min(vector[op], current[op]) for op in self.operators}
         return vector, result.new_share(window), now_share, raising
+
+    def _trim_would_undo(self, current: Mapping[str, int], vector: Mapping[str, int], trigger_s: float) -> bool:
+        """Whether the trim at the review after a raise from `current` to `vector` (where `current` lacks some of
+        it) would lower it back to `current`, on the arrivals seen so far (`_settle_trim`, with its share test).
+        Why: on Spark (stop 64, a machine whose batch overhead varied 0.79 on the log scale) a batch that ran slow
+        left late events behind the held vector, the next batch start raised for them with 292-1,555 events
+        waiting, and the trim took the raise back 0.6-1.1 s later: two actions for a batch that was on time at the
+        held vector anyway (four such pairs in six settled runs on the Google traces)."""
+        if self._settle_trims_off or self.params["settle_trim_share"] >= 1.0:
+            return False
+        raised = {op: max(current[op], vector[op]) for op in self.operators}
+        if raised == dict(current):
+            return False
+        found = self._settle_trim(raised, current, trigger_s)
+        if found is None:
+            return False
+        trimmed = found[0]
+        freed = (sum(raised.values()) - sum(trimmed.values())) / sum(raised.values())
+        return trimmed == {op: current[op] for op in self.operators} and freed >= self.params["settle_trim_share"]
 
     def _settle_next_rate(self, arrivals: Arrivals, trigger_s: float) -> float:
         """The rate (events/s) a raise at a batch start sizes the next batch for (`settle_rate_sizing`): that of

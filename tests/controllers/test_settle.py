@@ -496,3 +496,21 @@ def test_with_rate_sizing_a_raise_for_a_burst_still_arriving_also_carries_the_ne
     assert sized.details["guard.settle_next_rate"] == pytest.approx(4000, rel=0.01)
     assert "with the next batch at 4000 ev/s" in sized.reason
     assert plain.details["guard.settle_next_rate"] == 0.0 and "next batch" not in plain.reason
+
+
+def test_the_trim_would_undo_a_raise_the_quiet_load_does_not_need_and_keeps_one_a_burst_needs():
+    """`_trim_would_undo`: on quiet batches a raise of enrich is taken back at once by the trim (the batch-start rule
+    then holds the raise where the waiting batch is on time anyway); after a burst the vector before the raise is
+    late, and the trim keeps the raise. With the trims off nothing is undone."""
+    ones = {op: 1 for op in OPS}
+    raised = {**ones, "enrich": 3}
+    quiet = guards()
+    for i in range(11):
+        quiet.observe(snapshot(i, 2.0 * (i + 1), 1000, ones))
+    assert quiet._trim_would_undo(ones, raised, 2.0)
+    assert not quiet._trim_would_undo(ones, ones, 2.0)  # no raise, nothing to undo
+    quiet.params = {**quiet.params, "settle_trim_share": 1.0}
+    assert not quiet._trim_would_undo(ones, raised, 2.0)
+    burst = guards()
+    burst.observe(history(burst, ones))
+    assert not burst._trim_would_undo(ones, raised, 2.0)
