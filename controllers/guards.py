@@ -918,7 +918,7 @@ class Guards:
 
     def _trim_would_undo(self, current: Mapping[str, int], vector: Mapping[str, int], trigger_s: float) -> bool:
         """Whether the trim at the review after a raise from `current` to `vector` (where `current` lacks some of
-        it) would lower it back to `current`, on the arrivals seen so far (`_settle_trim`, with its share test).
+        it) would lower it back to `current`, on the arrivals seen so far (`_settle_trim`).
         Why: on Spark (stop 64, a machine whose batch overhead varied 0.79 on the log scale) a batch that ran slow
         left late events behind the held vector, the next batch start raised for them with 292-1,555 events
         waiting, and the trim took the raise back 0.6-1.1 s later: two actions for a batch that was on time at the
@@ -929,11 +929,7 @@ class Guards:
         if raised == dict(current):
             return False
         found = self._settle_trim(raised, current, trigger_s)
-        if found is None:
-            return False
-        trimmed = found[0]
-        freed = (sum(raised.values()) - sum(trimmed.values())) / sum(raised.values())
-        return trimmed == {op: current[op] for op in self.operators} and freed >= self.params["settle_trim_share"]
+        return found is not None and found[0] == {op: current[op] for op in self.operators}
 
     def _settle_next_rate(self, arrivals: Arrivals, trigger_s: float) -> float:
         """The rate (events/s) a raise at a batch start sizes the next batch for (`settle_rate_sizing`): that of
@@ -979,12 +975,12 @@ class Guards:
         return self._settle_trim_floor is not None
 
     def _settle_trim(self, current: Mapping[str, int], floor: Mapping[str, int], trigger_s: float
-                     ) -> tuple[dict[str, int], float, float] | None:
+                     ) -> tuple[dict[str, int], float, float, float] | None:
         """(the least vector between `floor` (the vector before the raise: a trim takes back only what the raise
         added, never what earlier bursts were judged to need) and `current`, found greedily, that replayed from an
         empty queue over every arrival in memory keeps the held vector's attainment less one error budget; its
-        attainment; the held one's),
-        or None before the replay can be trusted. Why: a raise is sized for the batch about to start, on events that
+        attainment; the held one's; the share of the held slots it frees) where it frees at least
+        `settle_trim_share` of them, else None, as before the replay can be trusted. Why: a raise is sized for the batch about to start, on events that
         may have waited long already (on a trace that opens on a burst, through the run's slow first batch), and
         rescuing them in time takes every operator; held, those degrees buy nothing the next bursts need. The
         replay on the trigger grid says which ones a vector held through the same arrivals would have needed.
@@ -999,7 +995,11 @@ class Guards:
         goal = held.attainment - (1.0 - self.params["settle_target"])
         floor = {op: min(floor[op], current[op]) for op in self.operators}
         vector, result = covering_vector(model, arrivals, floor, dict(current), trigger_s, slo, goal, 0.0, goal=goal)
-        return vector, result.attainment, held.attainment
+        held_slots = sum(current.values())
+        freed = (held_slots - sum(vector.values())) / held_slots
+        if freed <= 0 or freed < self.params["settle_trim_share"]:
+            return None
+        return vector, result.attainment, held.attainment, freed
 
     def _settle_at_start(self, pending: int, current: Mapping[str, int], trigger_s: float, time_s: float,
                          recent_arrivals: tuple[int, ...] | None) -> Decision | None:
@@ -1045,11 +1045,7 @@ class Guards:
         found = self._settle_trim(current, floor, trigger_s)
         if found is None:
             return None
-        vector, attainment, held = found
-        held_slots = sum(current.values())
-        freed = (held_slots - sum(vector.values())) / held_slots
-        if freed <= 0 or freed < self.params["settle_trim_share"]:
-            return None
+        vector, attainment, held, freed = found
         self._lower_since = None
         self._settle_chose(vector, t, trimmed=True)
         return vector, attainment, held, freed
