@@ -114,6 +114,12 @@ def build_actuators(config, sc, controller: Controller, log: Callable[[str], Non
     return actuators
 
 
+# How long the start-up count must hold before the clock starts. The master's first grant launches an executor on
+# every free worker at once, but on a loaded machine their JVMs register seconds apart (CI saw the second ~2 s
+# after a 1 s window had closed); one arriving later still is killed at the first batch's observation.
+START_STABLE_S = 5.0
+
+
 def start_executors(executors: ExecutorActuator, hosts: HostActuator | None, n: int,
                     log: Callable[[str], None], timeout_s: float = 120.0) -> None:
     """Bring the application to the controller's initial executor count before the clock starts (a standalone
@@ -130,7 +136,7 @@ def start_executors(executors: ExecutorActuator, hosts: HostActuator | None, n: 
     if hosts is not None and n > have:
         hosts.grow_for(n - have, free)
     try:
-        active = executors.wait_for(n, timeout_s)
+        active = executors.wait_for(n, timeout_s, stable_s=START_STABLE_S)
     except TimeoutError as exc:
         raise RunFailed(f"initial executors: {exc} (the cluster has too few free cores; add workers or use "
                             "--host-scaling)") from None

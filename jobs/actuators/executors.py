@@ -99,6 +99,7 @@ class ExecutorLedger:
         self._added_for: set[str] = set()
         self._removed_for: set[str] = set()
         self.started_s: float | None = None  # when the measured part of the run began (start-up changes excluded)
+        self.unasked_kills: list[str] = []  # executors above the target that no decision asked for, killed
 
     def decided(self, batch_id: int, decided_s: float, before: int, target: int) -> Change:
         change = Change(batch_id, decided_s, before, target)
@@ -164,6 +165,7 @@ class ExecutorLedger:
             "executors_added": float(sum(1 for v in views if v.add_time_s >= since)),
             "executors_removed": float(sum(1 for v in views if v.remove_time_s is not None
                                            and v.remove_time_s >= since)),
+            "executors_killed_unasked": float(len(self.unasked_kills)),
         }
 
 
@@ -198,12 +200,27 @@ class ExecutorActuator:
         self.last_active: list[ExecutorView] = []  # as observed after the last batch
 
     def observe(self) -> list[ExecutorView]:
-        """Read Spark's record now; returns the active executors, oldest first."""
+        """Read Spark's record now; returns the active executors, oldest first. Executors above the target that
+        no pending change explains are killed (see _kill_unasked)."""
         views = read_executors(self.sc)
         with self._lock:
             self.ledger.observe(views, time.time())
             self.last_active = self.ledger.active()
-            return self.last_active
+            surplus = (self.last_active[self.target:] if self.target is not None and not self.ledger.pending()
+                       else [])
+        if surplus:
+            self._kill_unasked(surplus)
+        return self.last_active
+
+    def _kill_unasked(self, surplus: list[ExecutorView]) -> None:
+        """A standalone master grants every free core when the application starts; an executor of that first
+        grant can register after the start-up's count looked settled (seen in CI: the second worker's JVM came up
+        ~2 s after the first on a loaded machine) and would then run the whole measurement above the
+        controller's count. Killed newest first, like a scale-in; the ledger keeps them as unasked removals."""
+        for view in reversed(surplus):
+            self.jsc.killExecutor(view.id)
+        self._request_total(self.target)  # each kill lowered the target by one: set it back
+        self.ledger.unasked_kills.extend(v.id for v in surplus)
 
     def _request_total(self, n: int) -> None:
         empty = self.sc._jvm.PythonUtils.toScalaMap(self.sc._jvm.java.util.HashMap())
@@ -281,16 +298,16 @@ class ExecutorActuator:
         self._poller.start()
 
     def wait_for(self, n: int, timeout_s: float, stable_s: float = 1.0) -> list[ExecutorView]:
-        """Block until exactly n executors are active for stable_s (killing late extras the cluster manager
-        started before the target reached it); raise TimeoutError with what was there otherwise."""
+        """Block until exactly n executors (the target, set before) are active for stable_s, killing late extras
+        the cluster manager started before the target reached it; raise TimeoutError with what was there
+        otherwise."""
+        if self.target != n:
+            raise ValueError(f"wait_for({n}) with the target at {self.target}: set the target first")
         deadline = time.monotonic() + timeout_s
         since = None
         while time.monotonic() < deadline:
-            active = self.observe()
+            active = self.observe()  # kills extras above the target (n, set before this wait)
             if len(active) > n:
-                for view in reversed(active[n:]):
-                    self.jsc.killExecutor(view.id)
-                self._request_total(n)
                 since = None
             elif len(active) == n:
                 since = since or time.monotonic()

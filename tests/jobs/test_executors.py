@@ -1,6 +1,8 @@
 """Process and host levels without Spark: the ledger that pairs executor decisions with what Spark recorded, the
 controllers that decide executors (scripted) or leave them to Spark (dynamic allocation), the cost integral, the
 host actuator on a stand-in cluster, and the refusal of executor-level controllers on a local master."""
+import time
+
 import pandas as pd
 import pytest
 
@@ -76,6 +78,67 @@ def test_an_executor_that_never_comes_leaves_the_change_incomplete_and_unmeasure
     ledger.observe([view("0", 0.0, tasks=3)], 30.0)
     s = ledger.summary()
     assert s["executor_changes_incomplete"] == 1 and s["executor_provisioning_delay_s_mean"] is None
+
+
+class StandInDriver:
+    """What ExecutorActuator calls on Spark's driver (request a total, kill one executor), recorded; the executors
+    it reports are set by the test (read_executors is patched to return them)."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+        self._jsc = self
+        self._jvm = self
+        self.PythonUtils = self
+        self.java = self
+        self.util = self
+
+    def sc(self):
+        return self
+
+    def HashMap(self):
+        return {}
+
+    def toScalaMap(self, m):
+        return m
+
+    def requestTotalExecutors(self, n, locality, hosts):
+        self.calls.append(("total", n))
+        return True
+
+    def killExecutor(self, executor_id):
+        self.calls.append(("kill", executor_id))
+        return True
+
+
+def test_an_executor_above_the_target_that_no_change_explains_is_killed_newest_first(monkeypatch):
+    """The standalone master's first grant can register an executor after the start-up count looked settled (CI:
+    two executors in every batch of a run whose controller asked for one). The actuator kills it when it sees it;
+    an executor above the target during a pending scale-in (killed, not yet removed) is left alone."""
+    from jobs.actuators import executors as module
+
+    seen: list[ExecutorView] = [view("0", 0.0)]
+    monkeypatch.setattr(module, "read_executors", lambda sc: list(seen))
+    driver = StandInDriver()
+    actuator = module.ExecutorActuator(driver)
+    actuator.set_total(1, record=False)
+    assert driver.calls == [("total", 1)]
+    seen.append(view("1", 3.0))  # the late one from the first grant
+    assert [v.id for v in actuator.observe()] == ["0", "1"]
+    assert driver.calls[1:] == [("kill", "1"), ("total", 1)]
+    assert actuator.ledger.summary()["executors_killed_unasked"] == 1
+    seen[1] = view("1", 3.0, remove=4.0)
+    try:
+        actuator.set_total(2)  # a scale-out, complete (registered, ran a task), then a scale-in
+        seen.append(view("2", time.time() + 1.0, tasks=1))
+        actuator.observe()
+        assert not actuator.ledger.pending()
+        actuator.set_total(1)
+        assert ("kill", "2") in driver.calls
+        del driver.calls[:]
+        assert len(actuator.observe()) == 2 and actuator.ledger.pending(), "killed, not yet removed"
+        assert driver.calls == [] and actuator.ledger.summary()["executors_killed_unasked"] == 1
+    finally:
+        actuator.close()  # its poller reads the stand-in's executors while a change is pending
 
 
 def test_scripted_executor_counts_reach_the_loop_and_the_decision_log():
