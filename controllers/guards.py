@@ -411,6 +411,7 @@ class Guards:
         self._settle_chosen: tuple[dict[str, int], float] | None = None  # settle: the vector it last chose, and when
         self._settle_anchor: tuple[float, int] | None = None  # settle: (end, backlog) of the first batch after it
         self._settle_no_raise: str | None = None  # settle: which test held a raise the budget called for, if one did
+        self._settle_start_held: str | None = None  # the same at the last batch start, for the next review's record
         # settle: the vector before a raise the review after its batch may still trim back towards (None: no trim due)
         self._settle_trim_floor: dict[str, int] | None = None
         self._settle_trimmed = False  # settle: the vector held now is a trim's
@@ -1013,6 +1014,9 @@ class Guards:
             return None
         vector, attainment, now_attainment, raise_due = found
         if not raise_due:
+            if self._settle_no_raise is not None:
+                # a batch start that changes nothing makes no decision: the next review's record says what was held
+                self._settle_start_held = f"at {time_s:.1f} s, {pending} events waiting: {self._settle_no_raise}"
             return None
         want = {op: max(current[op], vector[op]) for op in self.operators}
         if want == dict(current):
@@ -1058,6 +1062,8 @@ class Guards:
         p, t = self.params, snapshot.time_s
         for key in [k for k in details if k.startswith("predicted.")]:
             del details[key]  # the proposal's predictions: the ledger must not credit them to the settle rule
+        if self._settle_start_held is not None:
+            details["guard.settle_start_held"], self._settle_start_held = self._settle_start_held, None
         window = self._excluded(t)
         trimmed = None if window is not None else self._settle_review_trim(current, t, snapshot.trigger_interval_s)
         if trimmed is not None:

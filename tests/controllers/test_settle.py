@@ -354,6 +354,23 @@ def history(g, degrees, enrich_per_record_s=1e-3):
     return snapshot(10, 22.0 + 9.3, 9000, degrees, enrich_per_record_s)
 
 
+def test_a_raise_held_at_a_batch_start_is_in_the_next_reviews_record():
+    """A batch start that holds a raise the budget called for changes nothing and so makes no decision; the review
+    after the batch records which test held it (here the repay test: 100 events waiting 1 s before the run's end
+    cannot save the error budget a raise is for), once."""
+    ones = {op: 1 for op in OPS}
+    g = guards()
+    g.bind(5.0, slots=8, horizon_s=32.3)
+    burst = history(g, ones)
+    g.observe(burst)
+    assert g.batch_start(100, ones, 2.0, time_s=burst.time_s + 0.01) is None
+    after = snapshot(11, burst.time_s + 0.6, 100, ones)
+    held = g.review(after, ones, "proposal").details["guard.settle_start_held"]
+    assert held.startswith(f"at {burst.time_s + 0.01:.1f} s, 100 events waiting: repay: a raise to ")
+    later = snapshot(12, burst.time_s + 0.9, 0, ones)
+    assert "guard.settle_start_held" not in g.review(later, ones, "proposal").details
+
+
 def test_a_review_raises_itself_only_where_the_runner_does_not_ask_at_batch_starts():
     ones = {op: 1 for op in OPS}
     alone = guards()
