@@ -206,8 +206,8 @@ class ExecutorActuator:
         with self._lock:
             self.ledger.observe(views, time.time())
             self.last_active = self.ledger.active()
-            surplus = (self.last_active[self.target:] if self.target is not None and not self.ledger.pending()
-                       else [])
+            surplus = ([v for v in self.last_active[self.target:] if v.id not in self.ledger.unasked_kills]
+                       if self.target is not None and not self.ledger.pending() else [])
         if surplus:
             self._kill_unasked(surplus)
         return self.last_active
@@ -216,7 +216,8 @@ class ExecutorActuator:
         """A standalone master grants every free core when the application starts; an executor of that first
         grant can register after the start-up's count looked settled (seen in CI: the second worker's JVM came up
         ~2 s after the first on a loaded machine) and would then run the whole measurement above the
-        controller's count. Killed newest first, like a scale-in; the ledger keeps them as unasked removals."""
+        controller's count. Killed newest first, like a scale-in, and once: Spark lists a killed executor as active
+        until it is gone. The ledger keeps them as unasked removals."""
         for view in reversed(surplus):
             self.jsc.killExecutor(view.id)
         self._request_total(self.target)  # each kill lowered the target by one: set it back

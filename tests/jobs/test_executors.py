@@ -125,6 +125,8 @@ def test_an_executor_above_the_target_that_no_change_explains_is_killed_newest_f
     seen.append(view("1", 3.0))  # the late one from the first grant
     assert [v.id for v in actuator.observe()] == ["0", "1"]
     assert driver.calls[1:] == [("kill", "1"), ("total", 1)]
+    actuator.observe()  # Spark still lists it as active until it is gone: not killed (nor counted) twice
+    assert driver.calls[1:] == [("kill", "1"), ("total", 1)]
     assert actuator.ledger.summary()["executors_killed_unasked"] == 1
     seen[1] = view("1", 3.0, remove=4.0)
     try:
