@@ -981,8 +981,8 @@ class Guards:
         added, never what earlier bursts were judged to need) and `current`, found greedily, that replayed from an
         empty queue over every arrival in memory keeps the held vector's attainment less one error budget; its
         attainment; the held one's; the share of the held slots it frees) where it frees at least
-        `settle_trim_share` of them, else None, as before the replay can be trusted. Why: a raise is sized for the batch about to start, on events that
-        may have waited long already (on a trace that opens on a burst, through the run's slow first batch), and
+        `settle_trim_share` of them; None otherwise, and before the replay can be trusted. Why: a raise is sized
+        for the batch about to start, on events that may have waited long already (on a trace that opens on a burst, through the run's slow first batch), and
         rescuing them in time takes every operator; held, those degrees buy nothing the next bursts need. The
         replay on the trigger grid says which ones a vector held through the same arrivals would have needed.
         Judged on the attainment itself, not on the share of a window to come (`Replay.share`), which early in a

@@ -208,6 +208,7 @@ class ExecutorActuator:
             self.last_active = self.ledger.active()
             surplus = ([v for v in self.last_active[self.target:] if v.id not in self.ledger.unasked_kills]
                        if self.target is not None and not self.ledger.pending() else [])
+            self.ledger.unasked_kills.extend(v.id for v in surplus)  # claimed under the lock: the poller observes too
         if surplus:
             self._kill_unasked(surplus)
         return self.last_active
@@ -216,12 +217,11 @@ class ExecutorActuator:
         """A standalone master grants every free core when the application starts; an executor of that first
         grant can register after the start-up's count looked settled (seen in CI: the second worker's JVM came up
         ~2 s after the first on a loaded machine) and would then run the whole measurement above the
-        controller's count. Killed newest first, like a scale-in, and once: Spark lists a killed executor as active
-        until it is gone. The ledger keeps them as unasked removals."""
+        controller's count. Killed newest first, like a scale-in, and once (observe claims them in the ledger's
+        unasked removals first: Spark lists a killed executor as active until it is gone)."""
         for view in reversed(surplus):
             self.jsc.killExecutor(view.id)
         self._request_total(self.target)  # each kill lowered the target by one: set it back
-        self.ledger.unasked_kills.extend(v.id for v in surplus)
 
     def _request_total(self, n: int) -> None:
         empty = self.sc._jvm.PythonUtils.toScalaMap(self.sc._jvm.java.util.HashMap())
