@@ -47,7 +47,10 @@ CATALOGUE = ("bursty-google-tasks", "bursty-alibaba-batch", "bursty-google-tasks
 PUBLISHED = ("ds2:guards=false", "ds2", {"guards": False})
 CONFIGURATIONS = (PUBLISHED, ("ds2 (default guards)", "ds2", {}), ("ds2:settle=true", "ds2", {"settle": True}),
                   ("threshold:settle=true", "threshold", {"settle": True}),
-                  ("ds2:settle=true,settle_rate_sizing=true", "ds2", {"settle": True, "settle_rate_sizing": True}))
+                  ("ds2:settle=true,settle_rate_sizing=true", "ds2", {"settle": True, "settle_rate_sizing": True}),
+                  ("ds2:settle=true,settle_rate_sizing=true,settle_rescue_kept=true", "ds2",
+                   {"settle": True, "settle_rate_sizing": True, "settle_rescue_kept": True}),
+                  ("ds2:settle=true,settle_rescue_kept=true", "ds2", {"settle": True, "settle_rescue_kept": True}))
 ACTIONS_CUT, COST_CAP, SLO_SLACK = 0.5, 1.6, 0.05
 
 
