@@ -531,3 +531,37 @@ def test_the_trim_would_undo_a_raise_the_quiet_load_does_not_need_and_keeps_one_
     burst = guards()
     burst.observe(history(burst, ones))
     assert not burst._trim_would_undo(ones, raised, 2.0)
+
+
+def test_with_rescue_kept_a_raise_takes_only_what_a_held_vector_needs_unless_the_rest_saves_the_error_budget():
+    """`settle_rescue_kept`: events that arrived evenly while the last batch was far behind (here 6 s since the last
+    batch ended) wait at a batch start. The raise for them takes enrich degrees a vector held through the same
+    arrivals, read on the trigger grid, would not need; where those save fewer late events than the error budget
+    (1 % of a 300-s memory's events) the raise stops at what the held vector needs, and the ledger keeps the
+    rescue it cut; a raise that is all rescue is not taken, and the next review's record says why. Over a 120-s
+    run the same rescue saves more than that budget and is taken whole. Off (the default), nothing is cut."""
+    ones = {op: 1 for op in OPS}
+
+    def raise_at_start(pending, horizon_s=0.0, **params):
+        g = guards()
+        if horizon_s:
+            g.bind(5.0, slots=8, horizon_s=horizon_s)
+        g.params = {**g.params, **params}
+        for i in range(10):
+            g.observe(snapshot(i, 2.0 * (i + 1), 1000, ones))
+        bins = int(round(6.0 / ARRIVAL_BIN_S))
+        return g, g.batch_start(pending, ones, 2.0, time_s=26.0, recent_arrivals=tuple([pending // bins] * bins))
+
+    _, plain = raise_at_start(9000)
+    _, kept = raise_at_start(9000, settle_rescue_kept=True)
+    assert plain.degrees == {**ones, "enrich": 3} and plain.details["guard.settle_rescue_vector"] == ""
+    assert kept.degrees == {**ones, "enrich": 2}
+    assert kept.details["guard.settle_rescue_vector"] == "parse=1,enrich=3,aggregate=1,sink=1"
+
+    _, plain = raise_at_start(3000)
+    g, kept = raise_at_start(3000, settle_rescue_kept=True)
+    assert plain.degrees == {**ones, "enrich": 2} and kept is None
+    assert g._settle_start_held.startswith("at 26.0 s, 3000 events waiting: rescue only: ")
+
+    _, bounded = raise_at_start(3000, horizon_s=120.0, settle_rescue_kept=True)
+    assert bounded.degrees == {**ones, "enrich": 2} and bounded.details["guard.settle_rescue_vector"] == ""
