@@ -420,6 +420,7 @@ class Guards:
         self._settle_no_raise: str | None = None  # settle: which test held a raise the budget called for, if one did
         self._settle_start_held: str | None = None  # the same at the last batch start, for the next review's record
         self._settle_rescued: str | None = None  # settle: the raise a batch start cut to what a held vector needs
+        self._settle_rescue_note: str | None = None  # settle: what the rescue test weighed at the last batch start
         # settle: the vector before a raise the review after its batch may still trim back towards (None: no trim due)
         self._settle_trim_floor: dict[str, int] | None = None
         self._settle_trimmed = False  # settle: the vector held now is a trim's
@@ -876,7 +877,7 @@ class Guards:
             window = self.horizon_s
         held = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo, waiting_since, since, anchor)
         now_share = held.new_share(window)
-        self._settle_no_raise = self._settle_rescued = None
+        self._settle_no_raise = self._settle_rescued = self._settle_rescue_note = None
         if act_below is not None and now_share >= act_below:
             return dict(current), now_share, now_share, False
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
@@ -994,7 +995,8 @@ class Guards:
         `result`): the part of the raise a vector held through the arrivals in memory and the events now waiting
         would need (`_settle_kept`), with its replay, where the rest saves fewer late events than the error budget
         a raise is taken for (1 - `settle_act_share` of the window's events, as `_raise_can_pay` judges a whole
-        raise); else `vector` and `result` unchanged. The rescue's vector is then in `_settle_rescued`. Why: on
+        raise); else `vector` and `result` unchanged. The rescue's vector is then in `_settle_rescued`, and what
+        was weighed, either way, in `_settle_rescue_note` (the decision's `guard.settle_rescue`). Why: on
         Spark (stop 65) the real-time Google trace's rescues raised the cheap operators for events that had waited
         through the slow opening batch, late at any vector; where taking them back freed less than
         `settle_trim_share` of the slots they were held to the end (252 of the 562 slot-s one run spent above the
@@ -1013,7 +1015,11 @@ class Guards:
 
         kept_result = run(kept)
         budget = (1.0 - settle_act_share(self.params["settle_target"])) * held.window_events(window)
-        if kept_result.late_since - run(raised).late_since >= budget:
+        saved = kept_result.late_since - run(raised).late_since
+        self._settle_rescue_note = (f"a held vector needs {vector_text(kept)}; the rest of the raise to "
+                                    f"{vector_text(raised)} saves {saved:.0f} late events, the error budget is "
+                                    f"{budget:.0f}")
+        if saved >= budget:
             return dict(vector), result
         self._settle_rescued = vector_text(raised)
         return kept, kept_result
@@ -1097,6 +1103,7 @@ class Guards:
                                  "guard.settle_attainment": attainment, "guard.settle_vector": vector_text(vector),
                                  "guard.settle_next_rate": rate,
                                  "guard.settle_rescue_vector": rescued or "",
+                                 "guard.settle_rescue": self._settle_rescue_note or "",
                                  "predicted.records": float(pending), "predicted.vector": vector_text(want)})
 
     def _settle_review_trim(self, current: Mapping[str, int], t: float, trigger_s: float

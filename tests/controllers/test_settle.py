@@ -1,6 +1,8 @@
 """Settle (controllers/settle.py and the guards' `settle` option): the replay against hand-computed queues, the
 greedy covering vector, the error budget, the arrival profile, and on the plant model a bursty load on which
 settling takes far fewer actions than the default guards without giving up the SLO."""
+import re
+
 import numpy as np
 import pytest
 
@@ -557,6 +559,7 @@ def test_with_rescue_kept_a_raise_takes_only_what_a_held_vector_needs_unless_the
     assert plain.degrees == {**ones, "enrich": 3} and plain.details["guard.settle_rescue_vector"] == ""
     assert kept.degrees == {**ones, "enrich": 2}
     assert kept.details["guard.settle_rescue_vector"] == "parse=1,enrich=3,aggregate=1,sink=1"
+    assert kept.details["guard.settle_rescue"].startswith("a held vector needs parse=1,enrich=2,aggregate=1,sink=1")
 
     _, plain = raise_at_start(3000)
     g, kept = raise_at_start(3000, settle_rescue_kept=True)
@@ -565,3 +568,6 @@ def test_with_rescue_kept_a_raise_takes_only_what_a_held_vector_needs_unless_the
 
     _, bounded = raise_at_start(3000, horizon_s=120.0, settle_rescue_kept=True)
     assert bounded.degrees == {**ones, "enrich": 2} and bounded.details["guard.settle_rescue_vector"] == ""
+    saved, budget = (float(n) for n in re.findall(r"saves (\d+) late events, the error budget is (\d+)",
+                                                    bounded.details["guard.settle_rescue"])[0])
+    assert saved >= budget > 0
