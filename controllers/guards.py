@@ -303,6 +303,12 @@ GUARD_PARAMS: dict[str, Param] = {
                                              "sized on those alone, the next batch is late and takes a second raise; "
                                              "off by default: in the plant it took more actions than it saved)",
                                 search_when=("settle", True), search=Choices((True, False))),
+    "settle_rate_window_s": Param(float, 0.0, "guards, settle, rate sizing: the seconds of the latest arrivals whose "
+                                              "rate the batch after a raise is sized for (0: the last trigger "
+                                              "interval; a shorter window tells a burst still arriving from one "
+                                              "that ended within the interval, which a 2-s mean spreads over the "
+                                              "next batch too; a 0.25-s bin is the finest the job reports)",
+                                  0.0, search_when=("settle_rate_sizing", True), search=SearchRange(0.25, 2.0)),
     "settle_rescue_kept": Param(bool, False, "guards, settle: a raise at a batch start takes only the degrees a "
                                              "vector held through the same arrivals would need (replayed on the "
                                              "trigger grid, the waiting events included: what the trim would keep), "
@@ -946,11 +952,12 @@ class Guards:
 
     def _settle_next_rate(self, arrivals: Arrivals, trigger_s: float) -> float:
         """The rate (events/s) a raise at a batch start sizes the next batch for (`settle_rate_sizing`): that of
-        the last trigger interval's arrivals, the burst as it arrives now; 0 with the option off."""
+        the last `settle_rate_window_s` of arrivals (0: the last trigger interval's), the burst as it arrives now;
+        0 with the option off."""
         if not self.params["settle_rate_sizing"] or len(arrivals.times) < 2:
             return 0.0
         now = arrivals.times[-1]
-        span = min(trigger_s, now - arrivals.times[0])
+        span = min(self.params["settle_rate_window_s"] or trigger_s, now - arrivals.times[0])
         return (arrivals.total - arrivals.due(now - span)) / span if span > 0 else 0.0
 
     def _raise_can_pay(self, held: Replay, raised: Replay, arrivals: Arrivals, since: float | None,

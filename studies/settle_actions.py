@@ -53,7 +53,9 @@ CONFIGURATIONS = (PUBLISHED, ("ds2 (default guards)", "ds2", {}), ("ds2:settle=t
                   ("ds2:settle=true,settle_rate_sizing=true", "ds2", {"settle": True, "settle_rate_sizing": True}),
                   ("ds2:settle=true,settle_rate_sizing=true,settle_rescue_kept=true", "ds2",
                    {"settle": True, "settle_rate_sizing": True, "settle_rescue_kept": True}),
-                  ("ds2:settle=true,settle_rescue_kept=true", "ds2", {"settle": True, "settle_rescue_kept": True}))
+                  ("ds2:settle=true,settle_rescue_kept=true", "ds2", {"settle": True, "settle_rescue_kept": True}),
+                  ("ds2:settle=true,settle_rate_sizing=true,settle_rate_window_s=0.5", "ds2",
+                   {"settle": True, "settle_rate_sizing": True, "settle_rate_window_s": 0.5}))
 ACTIONS_CUT, COST_CAP, SLO_SLACK = 0.5, 1.6, 0.05
 
 

@@ -289,6 +289,7 @@ def test_a_bounded_run_shorter_than_the_memory_spends_its_error_budget_over_itse
     ({"settle_memory_s": 0}, "parameter 'settle_memory_s' must be > 0.0"),
     ({"settle_down_s": -1}, "parameter 'settle_down_s' must be >= 0.0"),
     ({"settle_trim_share": 1.5}, "parameter 'settle_trim_share' must be <= 1.0"),
+    ({"settle_rate_window_s": -0.5}, "parameter 'settle_rate_window_s' must be >= 0.0"),
 ])
 def test_bad_settle_settings_are_rejected_naming_the_option(params, message):
     with pytest.raises(ConfigError) as err:
@@ -515,6 +516,34 @@ def test_with_rate_sizing_a_raise_for_a_burst_still_arriving_also_carries_the_ne
     assert sized.details["guard.settle_next_rate"] == pytest.approx(4000, rel=0.01)
     assert "with the next batch at 4000 ev/s" in sized.reason
     assert plain.details["guard.settle_next_rate"] == 0.0 and "next batch" not in plain.reason
+
+
+def test_a_short_rate_window_sizes_for_a_burst_still_arriving_not_for_one_that_ended_within_the_interval():
+    """`settle_rate_window_s`: 8,000 events arrived in the first second of the last trigger interval and none since
+    (a one-second spike, as on the real-time Google trace). The interval's mean sizes the next batch for 4,000 ev/s
+    that will not come; the last 0.5 s says the burst has ended, and the raise is the one for the waiting events.
+    The same burst arriving through the whole interval is sized for at either window."""
+    ones = {op: 1 for op in OPS}
+    bins = int(round(2.0 / ARRIVAL_BIN_S))
+    ended = tuple([8000 // (bins // 2)] * (bins // 2) + [0] * (bins - bins // 2))
+    arriving = tuple([8000 // bins] * bins)
+
+    def raise_at_start(profile, **params):
+        g = guards()
+        g.params = {**g.params, **params}
+        for i in range(10):
+            g.observe(snapshot(i, 2.0 * (i + 1), 1000, ones))
+        return g.batch_start(8000, ones, 2.0, oldest_wait_s=2.0, time_s=22.0, recent_arrivals=profile)
+
+    plain = raise_at_start(ended)
+    interval = raise_at_start(ended, settle_rate_sizing=True)
+    latest = raise_at_start(ended, settle_rate_sizing=True, settle_rate_window_s=0.5)
+    assert interval.details["guard.settle_next_rate"] == pytest.approx(4000, rel=0.01)
+    assert interval.degrees["enrich"] > latest.degrees["enrich"]
+    assert latest.details["guard.settle_next_rate"] == 0.0 and latest.degrees == plain.degrees
+    still = raise_at_start(arriving, settle_rate_sizing=True, settle_rate_window_s=0.5)
+    assert still.details["guard.settle_next_rate"] == pytest.approx(4000, rel=0.01)
+    assert still.degrees == raise_at_start(arriving, settle_rate_sizing=True).degrees
 
 
 def test_the_trim_would_undo_a_raise_the_quiet_load_does_not_need_and_keeps_one_a_burst_needs():
