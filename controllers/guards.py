@@ -1013,6 +1013,7 @@ class Guards:
         kept = self._settle_kept(raised, current, trigger_s, pending)
         inputs = self._settle_inputs(trigger_s, pending)
         if kept is None or kept == raised or inputs is None:
+            self._settle_rescue_note = f"a held vector needs all of {vector_text(raised)}"
             return dict(vector), result
         model, arrivals, waiting_since = inputs
         slo, rate = self.slo_latency_s, self._settle_sized_rate
