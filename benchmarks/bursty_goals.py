@@ -114,10 +114,11 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
         oracle = table[table["config"] == ORACLE]
         oracle_att = oracle["slo_attainment"].iloc[0] if len(oracle) else None
         lines.append(f"\n{workload}: oracle SLO {oracle_att.text(100) if oracle_att is not None else '— (no run)'} %")
-        lines.append(f"  {'configuration':<36} seeds  {'SLO attainment %':<22} {'cost slot-s':<22} "
+        width = max([36, *(len(c) for c in table["config"])])  # whole names: variants differ at the end
+        lines.append(f"  {'configuration':<{width}} seeds  {'SLO attainment %':<22} {'cost slot-s':<22} "
                      f"{'÷ oracle':<18} {'regret/SLO':<18} {'actions':<18} fell behind")
         for _, r in table.iterrows():
-            lines.append(f"  {r['config'][:36]:<36} {r['seeds']:5d}  {r['slo_attainment'].text(100):<22} "
+            lines.append(f"  {r['config']:<{width}} {r['seeds']:5d}  {r['slo_attainment'].text(100):<22} "
                          f"{r['cost_slot_seconds'].text(1, 0):<22} {r['cost_to_oracle_reached'].text(1, 2):<18} "
                          f"{r['regret_to_oracle'].text(1, 2):<18} {r['scaling_actions'].text(1, 1):<18} "
                          f"{r['ledger_fell_behind_share'].text(100, 0)}"
@@ -128,7 +129,7 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
         others = table[(table["config"] != ORACLE) & (table["seeds"] > 0)]
         paired = paired_with_the_oracle(group)
         for config, pair in paired.items():
-            lines.append(f"  {config[:36]:<36} against the oracle at the same seed and trigger phase: "
+            lines.append(f"  {config:<{width}} against the oracle at the same seed and trigger phase: "
                          f"{pair.gap.text(100)} points, {pair.cost.text(1, 2)}x its cost ({pair.gap.n} "
                          f"seed{'s' if pair.gap.n != 1 else ''}; the best-non-oracle test reads these)")
 
