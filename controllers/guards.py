@@ -71,8 +71,10 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   or over the run where it is bounded and shorter (`RunContext.duration_s`: a replayed workload is judged over it),
   and there no raise is taken that the rest of the run cannot repay (`_raise_can_pay`), nor a lowering whose freed
   slots the rest of the run cannot repay. With `settle_rate_sizing` (off by default), a raise at a batch start is
-  also sized for the next batch, on what arrives meanwhile at the last trigger interval's rate.
-  It replaces burst sizing and the controller's proposal (recorded in the
+  also sized for the next batch, on what arrives meanwhile at the last trigger interval's rate (or the last
+  `settle_rate_window_s`'s). With `settle_rescue_kept` (off by default), such a raise is cut to what a vector held
+  through the same arrivals would need where the rest saves fewer late events than the error budget
+  (`_settle_rescue_kept`). It replaces burst sizing and the controller's proposal (recorded in the
   details, not applied), so `ds2:settle=true` and `threshold:settle=true` act alike; slot bounds, blocks already set
   and excluded periods hold; the ineffective-scaling check is not run on its raises (they are sized on the observed
   curve already).
