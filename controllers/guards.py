@@ -1004,9 +1004,9 @@ class Guards:
                             ) -> tuple[dict[str, int], Replay]:
         """With `settle_rescue_kept`, at a batch start that raises from `current` towards `vector` (replayed as
         `result`): the part of the raise a vector held through the arrivals in memory and the events now waiting
-        would need (`_settle_kept`), with its replay, where the rest saves fewer late events than the error budget
-        a raise is taken for (1 - `settle_act_share` of the window's events, as `_raise_can_pay` judges a whole
-        raise); else `vector` and `result` unchanged. The rescue's vector is then in `_settle_rescued`, and what
+        would need (replayed on the trigger grid, as `_settle_trim` judges it), with its replay, where the rest
+        saves fewer late events than the error budget a raise is taken for (1 - `settle_act_share` of the window's
+        events, as `_raise_can_pay` judges a whole raise); else `vector` and `result` unchanged. The rescue's vector is then in `_settle_rescued`, and what
         was weighed, either way, in `_settle_rescue_note` (the decision's `guard.settle_rescue`). Why: on
         Spark (stop 65) the real-time Google trace's rescues raised the cheap operators for events that had waited
         through the slow opening batch, late at any vector; where taking them back freed less than
@@ -1015,12 +1015,19 @@ class Guards:
         bursts' rescued batches on time (9 points on one window): those save more than the budget and stay."""
         raised = {op: max(current[op], vector[op]) for op in self.operators}
         inputs = self._settle_inputs(trigger_s, pending)
-        kept = self._settle_kept(raised, current, trigger_s, inputs) if inputs is not None else None
+        kept = None
+        if inputs is not None:
+            model, arrivals, waiting_since = inputs
+            slo, rate = self.slo_latency_s, self._settle_sized_rate
+            # what the trim would keep, without its share test (no action is saved or spent here, only slots); a
+            # rate-sized raise is for the burst's next trigger interval as well: it is in the arrivals judged
+            ahead = arrivals if rate <= 0 else Arrivals(arrivals.times + (arrivals.times[-1] + trigger_s,),
+                                                        arrivals.counts + (arrivals.total + rate * trigger_s,))
+            found = self._settle_trim(raised, current, trigger_s, inputs=(model, ahead, waiting_since), share=0.0)
+            kept = None if found is None else found[0]
         if kept is None or kept == raised or inputs is None:
             self._settle_rescue_note = f"a held vector needs all of {vector_text(raised)}"
             return dict(vector), result
-        model, arrivals, waiting_since = inputs
-        slo, rate = self.slo_latency_s, self._settle_sized_rate
 
         def run(v: Mapping[str, int]) -> Replay:
             return replay(arrivals, lambda n: model.batch_s(v, n), trigger_s, slo, waiting_since, since, anchor, rate)
@@ -1036,21 +1043,6 @@ class Guards:
         self._settle_rescued = vector_text(raised)
         return kept, kept_result
 
-    def _settle_kept(self, raised: Mapping[str, int], current: Mapping[str, int], trigger_s: float,
-                     inputs: tuple[StageModel, Arrivals, float | None]) -> dict[str, int] | None:
-        """The part of a raise from `current` to `raised` that a vector held through the arrivals in memory and the
-        events now waiting (`inputs`, from `_settle_inputs` at the batch start; and, for a rate-sized raise, the
-        burst's next trigger interval) would need, replayed on the trigger grid: what the trim would keep, without
-        its share test (no action is saved or spent here, only slots). None where it would keep all of it."""
-        if self._settle_sized_rate > 0:
-            # a rate-sized raise is for the next trigger interval of the burst as well: it is in the arrivals judged
-            model, arrivals, waiting_since = inputs
-            ahead = Arrivals(arrivals.times + (arrivals.times[-1] + trigger_s,),
-                             arrivals.counts + (arrivals.total + self._settle_sized_rate * trigger_s,))
-            inputs = model, ahead, waiting_since
-        found = self._settle_trim(raised, current, trigger_s, inputs=inputs, share=0.0)
-        return None if found is None else found[0]
-
     def _settle_trim(self, current: Mapping[str, int], floor: Mapping[str, int], trigger_s: float,
                      inputs: tuple[StageModel, Arrivals, float | None] | None = None, share: float | None = None
                      ) -> tuple[dict[str, int], float, float, float] | None:
@@ -1064,7 +1056,7 @@ class Guards:
         replay on the trigger grid says which ones a vector held through the same arrivals would have needed.
         Judged on the attainment itself, not on the share of a window to come (`Replay.share`), which early in a
         run dilutes a burst's late events and would trim the degrees the burst needs as well. `inputs` replaces the
-        replay's inputs (`_settle_inputs`), `share` the share of slots to free (`_settle_kept`)."""
+        replay's inputs (`_settle_inputs`), `share` the share of slots to free (`_settle_rescue_kept`)."""
         inputs = inputs if inputs is not None else self._settle_inputs(trigger_s)
         if inputs is None:
             return None
