@@ -1006,9 +1006,9 @@ class Guards:
         `result`): the part of the raise a vector held through the arrivals in memory and the events now waiting
         would need (replayed on the trigger grid, as `_settle_trim` judges it), with its replay, where the rest
         saves fewer late events than the error budget a raise is taken for (1 - `settle_act_share` of the window's
-        events, as `_raise_can_pay` judges a whole raise); else `vector` and `result` unchanged. The rescue's vector is then in `_settle_rescued`, and what
-        was weighed, either way, in `_settle_rescue_note` (the decision's `guard.settle_rescue`). Why: on
-        Spark (stop 65) the real-time Google trace's rescues raised the cheap operators for events that had waited
+        events, as `_raise_can_pay` judges a whole raise); else `vector` and `result` unchanged. The rescue's
+        vector is then in `_settle_rescued`, and what was weighed, either way, in `_settle_rescue_note` (the
+        decision's `guard.settle_rescue`). Why: on Spark (stop 65) the real-time Google trace's rescues raised the cheap operators for events that had waited
         through the slow opening batch, late at any vector; where taking them back freed less than
         `settle_trim_share` of the slots they were held to the end (252 of the 562 slot-s one run spent above the
         oracle), and where it freed more the trim cost an action. In the plant the same degrees kept Google
