@@ -290,6 +290,13 @@ GUARD_PARAMS: dict[str, Param] = {
                                          "the held vector already keeps the covering goal (the best vector's share "
                                          "less the late ratio's or points' slack)", search_when=("settle", True),
                              search=Choices((True, False))),
+    "settle_stage_share": Param(float, 0.0, "guards, settle: a raise takes degrees only for operators whose stage, "
+                                            "on the largest batch the replay ran, takes at least this share of the "
+                                            "operators' stage time, and for the longest stage (0: any operator; 1: "
+                                            "the longest alone). A held degree costs a slot for as long as the "
+                                            "vector is held; one of a short stage buys a few tenths of a second of "
+                                            "a burst's batch with it (off by default)",
+                                0.0, 1.0, search_when=("settle", True), search=SearchRange(0.0, 0.5)),
     "settle_trim_share": Param(float, 0.25, "guards, settle: after a raise, once its batch has run, lower at once "
                                             "to the least vector that, replayed on the trigger grid over the "
                                             "arrivals in memory, keeps what the raised one keeps (less one error "
@@ -904,9 +911,10 @@ class Guards:
                                          f"{goal:.1%}")
             if not raising and act_below is not None:
                 return dict(current), now_share, now_share, False
+        stage_share = self.params["settle_stage_share"]
         vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window, waiting_since,
                                          ratio, points, since if raising else None, goal if raising else None,
-                                         anchor)
+                                         anchor, stage_share=stage_share)
         at_start = raising and pending is not None
         self._settle_sized_rate = self._settle_next_rate(arrivals, trigger_s) if at_start else 0.0
         if self._settle_sized_rate:
@@ -914,7 +922,7 @@ class Guards:
             # bound's on the same projection, so a burst beyond every vector neither drops the raise nor sends it
             # to the bound
             sized, _ = covering_vector(model, arrivals, vector, top, trigger_s, slo, target, window, waiting_since,
-                                       ratio, points, since, None, anchor, self._settle_sized_rate)
+                                       ratio, points, since, None, anchor, self._settle_sized_rate, stage_share)
             if sized == vector:
                 self._settle_sized_rate = 0.0
             vector = sized
@@ -929,7 +937,7 @@ class Guards:
                 return dict(current), now_share, now_share, False
             raising = False  # a review: no raise, but a lower vector may still do
             vector, result = covering_vector(model, arrivals, floor, top, trigger_s, slo, target, window,
-                                             waiting_since, ratio, points)
+                                             waiting_since, ratio, points, stage_share=stage_share)
         if raising and pending is not None and held.late_last < 0.5 and self._trim_would_undo(current, vector,
                                                                                               trigger_s):
             self._settle_no_raise = (f"undone: the batch about to start is on time at {vector_text(current)}, and "

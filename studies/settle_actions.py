@@ -57,7 +57,10 @@ CONFIGURATIONS = (PUBLISHED, ("ds2 (default guards)", "ds2", {}), ("ds2:settle=t
                    {"settle": True, "settle_rate_sizing": True, "settle_rescue_kept": True}),
                   ("ds2:settle=true,settle_rescue_kept=true", "ds2", {"settle": True, "settle_rescue_kept": True}),
                   ("ds2:settle=true,settle_rate_sizing=true,settle_rate_window_s=0.5", "ds2",
-                   {"settle": True, "settle_rate_sizing": True, "settle_rate_window_s": 0.5}))
+                   {"settle": True, "settle_rate_sizing": True, "settle_rate_window_s": 0.5}),
+                  ("ds2:settle=true,settle_stage_share=0.2", "ds2", {"settle": True, "settle_stage_share": 0.2}),
+                  ("ds2:settle=true,settle_rate_sizing=true,settle_stage_share=0.2", "ds2",
+                   {"settle": True, "settle_rate_sizing": True, "settle_stage_share": 0.2}))
 ACTIONS_CUT, COST_CAP, SLO_SLACK = 0.5, 1.6, 0.05
 
 

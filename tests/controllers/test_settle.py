@@ -123,6 +123,36 @@ def test_the_covering_vector_is_the_least_that_reaches_the_target():
     assert lower.attainment < 0.99
 
 
+def test_with_a_stage_share_a_raise_takes_only_operators_whose_stage_is_that_share_of_the_batch():
+    # 12,000 events in one trigger, enrich 1 ms and parse 0.2 ms per record, the others 10 µs: no vector keeps the
+    # oldest within 4 s, and the greedy raises every operator towards the bound (4), aggregate and sink included,
+    # for stages of 0.03-0.04 s in a 4-s batch. With settle_stage_share 0.1 those two stay at 1; with 0.2, parse
+    # stops where its stage falls below a fifth of the operators' stage time; with 1, enrich alone is raised. A
+    # burst the bottleneck carries is sized as before.
+    costs = {"parse": 2e-4, "enrich": 1e-3, "aggregate": 1e-5, "sink": 1e-5}
+    heavy = StageModel(0.3, {op: 1.0 for op in OPS}, costs, {op: 0.0 for op in OPS},
+                       {op: [float(p) for p in range(1, 5)] for op in OPS})
+    floor, top = {op: 1 for op in OPS}, {op: 4 for op in OPS}
+
+    def vector(arrivals, share, stage_model=heavy, slo=4.0):
+        return covering_vector(stage_model, arrivals, floor, top, 2.0, slo, target=0.99, window_s=2.0,
+                               stage_share=share)[0]
+
+    burst = even(12000)
+    assert vector(burst, 0.0)["aggregate"] > 1 and vector(burst, 0.0)["sink"] > 1
+    assert vector(burst, 0.1) == {"parse": 4, "enrich": 4, "aggregate": 1, "sink": 1}
+    narrow = vector(burst, 0.2)
+    assert narrow["enrich"] == 4 and 1 < narrow["parse"] < 4 and narrow["aggregate"] == narrow["sink"] == 1
+    def parse_share(degree):
+        at = {**narrow, "parse": degree}
+        return heavy.stage_s("parse", degree, 12000) / sum(heavy.stage_s(op, at[op], 12000) for op in OPS)
+
+    assert parse_share(narrow["parse"] - 1) >= 0.2 > parse_share(narrow["parse"])
+    assert vector(burst, 1.0) == {"parse": 1, "enrich": 4, "aggregate": 1, "sink": 1}
+    assert vector(even(3000), 0.2, model(), 3.5) == vector(even(3000), 0.0, model(), 3.5) == \
+        {"parse": 1, "enrich": 3, "aggregate": 1, "sink": 1}
+
+
 def test_where_no_vector_reaches_the_target_it_stops_short_of_the_slot_bound():
     # enrich 10 ms per record: 3,000 events take 3.75 s even at 8; the SLO 3.5 s is out of reach for the oldest
     arrivals = even(3000)
@@ -290,6 +320,7 @@ def test_a_bounded_run_shorter_than_the_memory_spends_its_error_budget_over_itse
     ({"settle_down_s": -1}, "parameter 'settle_down_s' must be >= 0.0"),
     ({"settle_trim_share": 1.5}, "parameter 'settle_trim_share' must be <= 1.0"),
     ({"settle_rate_window_s": -0.5}, "parameter 'settle_rate_window_s' must be >= 0.0"),
+    ({"settle_stage_share": 1.5}, "parameter 'settle_stage_share' must be <= 1.0"),
 ])
 def test_bad_settle_settings_are_rejected_naming_the_option(params, message):
     with pytest.raises(ConfigError) as err:
