@@ -1016,11 +1016,12 @@ class Guards:
         saves fewer late events than the error budget a raise is taken for (1 - `settle_act_share` of the window's
         events, as `_raise_can_pay` judges a whole raise); else `vector` and `result` unchanged. The rescue's
         vector is then in `_settle_rescued`, and what was weighed, either way, in `_settle_rescue_note` (the
-        decision's `guard.settle_rescue`). Why: on Spark (stop 65) the real-time Google trace's rescues raised the cheap operators for events that had waited
-        through the slow opening batch, late at any vector; where taking them back freed less than
-        `settle_trim_share` of the slots they were held to the end (252 of the 562 slot-s one run spent above the
-        oracle), and where it freed more the trim cost an action. In the plant the same degrees kept Google
-        bursts' rescued batches on time (9 points on one window): those save more than the budget and stay."""
+        decision's `guard.settle_rescue`). Why: on Spark (stop 65) the real-time Google trace's rescues raised the
+        cheap operators for events that had waited through the slow opening batch, late at any vector; where taking
+        them back freed less than `settle_trim_share` of the slots they were held to the end (252 of the 562 slot-s
+        one run spent above the oracle), and where it freed more the trim cost an action. In the plant the same
+        degrees kept Google bursts' rescued batches on time (9 points on one window): those save more than the
+        budget and stay."""
         raised = {op: max(current[op], vector[op]) for op in self.operators}
         inputs = self._settle_inputs(trigger_s, pending)
         kept = None
@@ -1033,7 +1034,7 @@ class Guards:
                                                         arrivals.counts + (arrivals.total + rate * trigger_s,))
             found = self._settle_trim(raised, current, trigger_s, inputs=(model, ahead, waiting_since), share=0.0)
             kept = None if found is None else found[0]
-        if kept is None or kept == raised or inputs is None:
+        if kept is None or kept == raised:  # (kept is None where the replay cannot be trusted yet)
             self._settle_rescue_note = f"a held vector needs all of {vector_text(raised)}"
             return dict(vector), result
 
@@ -1059,7 +1060,8 @@ class Guards:
         empty queue over every arrival in memory keeps the held vector's attainment less one error budget; its
         attainment; the held one's; the share of the held slots it frees) where it frees at least
         `settle_trim_share` of them; None otherwise, and before the replay can be trusted. Why: a raise is sized
-        for the batch about to start, on events that may have waited long already (on a trace that opens on a burst, through the run's slow first batch), and
+        for the batch about to start, on events that may have waited long already (on a trace that opens on a
+        burst, through the run's slow first batch), and
         rescuing them in time takes every operator; held, those degrees buy nothing the next bursts need. The
         replay on the trigger grid says which ones a vector held through the same arrivals would have needed.
         Judged on the attainment itself, not on the share of a window to come (`Replay.share`), which early in a

@@ -260,8 +260,7 @@ def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, i
     if goal is None:
         goal = covering_goal(run(top).new_share(window_s), target, late_ratio, late_points)
     while result.new_share(window_s) < goal:
-        size = max(1.0, result.largest_batch)
-        stages = {op: model.stage_s(op, want[op], size) for op in want}
+        stages = {op: model.stage_s(op, want[op], result.largest_batch) for op in want}  # on the largest batch
         least = min(stage_share * sum(stages.values()), max(stages.values()))
         trials = [({**want, op: want[op] + 1}, op) for op in want if want[op] < top[op] and stages[op] >= least]
         if not trials:
@@ -269,7 +268,6 @@ def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, i
         outcomes = [(run(trial), trial, op) for trial, op in trials]
         best_trial = min(outcomes, key=lambda o: o[0].late_since)
         if best_trial[0].late_since >= result.late_since:
-            size = result.largest_batch
-            best_trial = max(outcomes, key=lambda o: model.stage_s(o[2], want[o[2]], size))
+            best_trial = max(outcomes, key=lambda o: stages[o[2]])
         result, want = best_trial[0], best_trial[1]
     return want, result

@@ -29,9 +29,9 @@ other counts as without it. On Spark neither closed the real-time Google trace's
 The last two raise only operators whose stage is a fifth of the stage time or more (`settle_stage_share`, off by
 default, stop 67): here cost is met on 14 cases against 11-12 and the SLO test on 12 against 14 (the Google 10×
 windows lose 9-10 points: with `enrich` at the slot bound, the plant's short stages decide those bursts); on Spark
-it met both DS2 goals on all five bursty traces (docs/bursty.md, stop 67).
-The defaults of `settle` were chosen on these cases (settle_target 0.99 / 0.995 / 0.999, settle_down_s 0 / 60, settle_memory_s 120 / 300 were
-compared here): they are not a held-out result, the Spark runs of the bursty suite are (docs/bursty.md).
+it met both DS2 goals on all five bursty traces (docs/bursty.md, stop 67). The defaults of `settle` were chosen on
+these cases (settle_target 0.99 / 0.995 / 0.999, settle_down_s 0 / 60, settle_memory_s 120 / 300 were compared
+here): they are not a held-out result, the Spark runs of the bursty suite are (docs/bursty.md).
 """
 from __future__ import annotations
 

@@ -143,6 +143,7 @@ def test_with_a_stage_share_a_raise_takes_only_operators_whose_stage_is_that_sha
     assert vector(burst, 0.1) == {"parse": 4, "enrich": 4, "aggregate": 1, "sink": 1}
     narrow = vector(burst, 0.2)
     assert narrow["enrich"] == 4 and 1 < narrow["parse"] < 4 and narrow["aggregate"] == narrow["sink"] == 1
+
     def parse_share(degree):
         at = {**narrow, "parse": degree}
         return heavy.stage_s("parse", degree, 12000) / sum(heavy.stage_s(op, at[op], 12000) for op in OPS)
