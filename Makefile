@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test bench faults reproduce mlflow-ui airflow airflow-stop clean
+.PHONY: setup services services-stop demo test bench faults reproduce mlflow-ui airflow airflow-stop clean
 
 # Python's own default, restored for everything run from here: each module is compiled once and its bytecode kept
 # (__pycache__, git-ignored). Where the environment forbids that (PYTHONDONTWRITEBYTECODE=1, as on this project's CI
@@ -21,6 +21,17 @@ $(STAMP): requirements.txt constraints.txt
 	@rm -f $(VENV)/.installed-* && touch $@
 
 setup: $(STAMP)  ## create .venv with the pinned dependencies
+
+# What the server-configuration tests use and the embedded default does not: a PostgreSQL server on 127.0.0.1:5432
+# (user postgres, trust on loopback; installed from Debian's packages where missing, which needs root or sudo) and the
+# Java artifacts in .local/jars (Spark's Kafka connector, a Kafka broker), resolved by Maven once and used offline
+# afterwards. Without them those tests skip, saying why; CI starts them and requires them (.ci/run).
+services: setup  ## start PostgreSQL on 127.0.0.1:5432 and resolve the Java artifacts (deploy/postgres.py, deploy/jars.py)
+	$(BIN)/python -m deploy.postgres start --install
+	$(BIN)/python -m deploy.jars resolve
+
+services-stop:  ## stop the PostgreSQL server `make services` started (never one it found running)
+	$(PYTHON) -m deploy.postgres stop
 
 demo: setup  ## run the demo experiment (3 controller variants x 60 s on local Spark), print the comparison
 	$(BIN)/python -m analysis.demo

@@ -6,9 +6,9 @@ query's own checkpoint — then injects the fault and checks the promise written
 output is checked for loss and duplication from the checkpoint (jobs.sink_check.committed_from_checkpoint), which
 holds even for a run that never reached its own end; a run that finished is checked by the job itself too.
 
-Servers a fault restarts are private to the case: an MLflow server on a spare loopback port, a PostgreSQL from
-`initdb` + `pg_ctl` in the case's scratch folder, a standalone Spark cluster from deploy/spark_cluster.py. The
-machine's shared services are never touched. A case whose means are missing here (no `initdb`, not allowed to
+Servers a fault restarts are private to the case: an MLflow server on a spare loopback port, a PostgreSQL cluster of
+its own (deploy/postgres.py), a standalone Spark cluster from deploy/spark_cluster.py. The machine's shared services
+are never touched. A case whose means are missing here (no `initdb`, not allowed to
 mount a small filesystem) is reported as skipped with the reason, never as held.
 
 About 20 minutes in all on 2 cores: one streaming run at a time (two would spoil each other's timing).
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -327,36 +326,16 @@ def _wait_port(port: int, timeout_s: float) -> None:
 
 
 @contextmanager
-def private_postgres(scratch: Path, port: int, databases: tuple[str, ...] = ("mlflow",)
-                     ) -> Iterator[Callable[[float], None] | None]:
-    """A PostgreSQL cluster of its own (`initdb` + `pg_ctl` in `scratch`, loopback only, trust auth) with empty
-    `databases`; yields a function that stops it for a while and starts it again (None without initdb)."""
-    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
-    if not (initdb and pg_ctl):
+def private_postgres(port: int, databases: tuple[str, ...] = ("mlflow",)) -> Iterator[Callable[[float], None] | None]:
+    """A PostgreSQL cluster of its own (deploy/postgres.py: loopback only, trust auth) with empty `databases`;
+    yields a function that stops it for a while and starts it again (None without the server's packages)."""
+    from deploy.postgres import bin_dir, private_cluster
+
+    if bin_dir() is None:
         yield None
         return
-    data = scratch / "pgdata"
-    run_as = [] if os.geteuid() != 0 else ["runuser", "-u", "postgres", "--"]
-    if run_as:
-        shutil.chown(scratch, "postgres")
-    subprocess.run([*run_as, initdb, "-D", str(data), "-A", "trust", "-U", "postgres"], check=True,
-                   capture_output=True)
-    options = f"-p {port} -c listen_addresses=127.0.0.1 -k {scratch}"
-    ctl = [*run_as, pg_ctl, "-D", str(data), "-o", options, "-l", str(scratch / "postgres.log"), "-w"]
-    subprocess.run([*ctl, "start"], check=True, capture_output=True)
-    try:
-        for database in databases:
-            subprocess.run([*run_as, shutil.which("createdb") or "createdb", "-h", "127.0.0.1", "-p", str(port),
-                            "-U", "postgres", database], check=True, capture_output=True)
-
-        def outage(down_s: float) -> None:
-            subprocess.run([*ctl, "-m", "fast", "stop"], check=True, capture_output=True)
-            time.sleep(down_s)
-            subprocess.run([*ctl, "start"], check=True, capture_output=True)
-
+    with private_cluster(port, databases) as outage:
         yield outage
-    finally:
-        subprocess.run([*ctl, "-m", "immediate", "stop"], capture_output=True)
 
 
 def store_outage(kind: str) -> Callable[[Path], Outcome]:
@@ -370,10 +349,10 @@ def store_outage(kind: str) -> Callable[[Path], Outcome]:
         if kind == "MLflow server":
             server, uri = mlflow_server(scratch, port), f"http://127.0.0.1:{port}"
         else:
-            server, uri = private_postgres(scratch, port), f"postgresql+psycopg2://postgres@127.0.0.1:{port}/mlflow"
+            server, uri = private_postgres(port), f"postgresql+psycopg2://postgres@127.0.0.1:{port}/mlflow"
         with server as outage:
             if outage is None:
-                return Outcome(case, "", False, None, 0, "", "", 0.0, skipped="no initdb/pg_ctl on this machine")
+                return Outcome(case, "", False, None, 0, "", "", 0.0, skipped="no PostgreSQL server packages (initdb, pg_ctl) on this machine")
             # a database store without a server keeps artifacts where the client says (MLflow's default: ./mlruns)
             job = StreamingJob(scratch, uri, duration_s=60,
                                env={"MLFLOW_DEFAULT_ARTIFACT_ROOT": str(scratch / "artifacts")})
@@ -542,10 +521,10 @@ def postgres_under_dag(scratch: Path) -> Outcome:
 
     started = time.monotonic()
     port = closed_port()
-    with private_postgres(scratch, port, databases=("mlflow", "airflow")) as outage:
+    with private_postgres(port, databases=("mlflow", "airflow")) as outage:
         if outage is None:
             return Outcome("PostgreSQL down for 20 s under a DAG run", "", False, None, 0, "", "", 0.0,
-                           skipped="no initdb/pg_ctl on this machine")
+                           skipped="no PostgreSQL server packages (initdb, pg_ctl) on this machine")
         base = f"postgresql+psycopg2://postgres@127.0.0.1:{port}"
         uri = f"{base}/mlflow"
         env = {**os.environ, **airflow_env(home=scratch / "airflow", database_url=f"{base}/airflow",

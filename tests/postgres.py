@@ -1,5 +1,6 @@
 """Throw-away databases on the PostgreSQL server the server-configuration tests use (127.0.0.1:5432, user postgres,
-trust auth, as on the development machine and in CI); a test that needs it skips, saying so, where it is absent."""
+trust auth: what `make services` starts, deploy/postgres.py); a test that needs it skips, saying so, where it is
+absent -- and fails instead where the run requires the services (CI: ELASTIC_REQUIRE_SERVICES, tests/services.py)."""
 from __future__ import annotations
 
 import socket
@@ -7,9 +8,10 @@ import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
-import pytest
+from tests.services import skip_or_fail
 
-SKIP_REASON = "needs the PostgreSQL server on 127.0.0.1:5432 (user postgres, trust auth); not reachable"
+SKIP_REASON = ("needs the PostgreSQL server on 127.0.0.1:5432 (user postgres, trust auth); not reachable: "
+               "`make services` starts one")
 
 
 def reachable() -> bool:
@@ -24,7 +26,7 @@ def reachable() -> bool:
 def temporary_databases(*kinds: str) -> Iterator[list[str]]:
     """One fresh database per kind (their names), dropped afterwards; skips the test without the server."""
     if not reachable():
-        pytest.skip(SKIP_REASON)
+        skip_or_fail("postgres", SKIP_REASON)
     import psycopg2
 
     names = [f"elastic_test_{kind}_{uuid.uuid4().hex[:8]}" for kind in kinds]
