@@ -16,7 +16,6 @@ import argparse
 import http.client
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,8 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from deploy.processes import stop_group
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".local" / "spark-cluster"
@@ -145,41 +146,19 @@ class StandaloneCluster:
         return sum(w["cores"] - w["coresused"] for w in self.alive_workers())
 
     def remove_worker(self, name: str) -> None:
-        self._kill(self.workers.pop(name))
+        stop_group(self.workers.pop(name))
         self.worker_ui_ports.pop(name, None)
         self._save()
 
     def stop(self) -> None:
         for name in list(self.workers):
-            self._kill(self.workers.pop(name))
+            stop_group(self.workers.pop(name))
         if self.master_pid is not None:
-            self._kill(self.master_pid)
+            stop_group(self.master_pid)
             self.master_pid = None
         for pid_file in self.state_dir.glob("*.pid"):
             pid_file.unlink()
         (self.state_dir / "cluster.json").unlink(missing_ok=True)
-
-    @staticmethod
-    def _kill(pid: int, grace_s: float = 10.0) -> None:
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            try:  # reap it when this process started it: a zombie still counts as a member of its group
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass  # started by another process (`stop` from the CLI): init reaps it
-            try:
-                os.killpg(pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def _save(self) -> None:
         (self.state_dir / "cluster.json").write_text(json.dumps(

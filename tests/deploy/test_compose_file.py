@@ -25,8 +25,8 @@ def pin(package: str) -> str:
 
 
 def test_the_services_the_deployment_needs_are_there():
-    assert {"postgres", "mlflow", "spark-master", "spark-worker-1", "spark-worker-2", "airflow-init", *AIRFLOW} <= set(
-        SERVICES)
+    assert {"postgres", "kafka", "mlflow", "spark-master", "spark-worker-1", "spark-worker-2", "airflow-init",
+            *AIRFLOW} <= set(SERVICES)
     assert SERVICES["redis"]["profiles"] == ["celery"] and SERVICES["airflow-worker"]["profiles"] == ["celery"]
     executor = SERVICES["airflow-scheduler"]["environment"]["AIRFLOW__CORE__EXECUTOR"]
     assert executor == "${AIRFLOW_EXECUTOR:-LocalExecutor}"
@@ -37,7 +37,7 @@ def test_every_published_port_binds_loopback_only():
     assert published, "the UIs must be reachable from the host"
     for name, port in published:
         assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond loopback"
-    assert {p.split(":")[1] for _, p in published} == {"5000", "7077", "8090", "8080"}
+    assert {p.split(":")[1] for _, p in published} == {"5000", "7077", "8090", "8080", "9094"}
 
 
 def test_every_image_is_pinned_and_the_project_image_matches_requirements():
@@ -75,6 +75,20 @@ def test_credentials_only_come_from_the_users_env_file():
         "AIRFLOW_ADMIN_PASSWORD: ${", "")), "no literal password in docker-compose.yaml"
     for ignore in (".gitignore", ".dockerignore"):
         assert ".env" in (ROOT / ignore).read_text().split(), f"{ignore} must exclude .env"
+
+
+def test_the_kafka_service_is_the_broker_the_project_runs_locally_on_kraft():
+    from deploy.jars import GROUPS
+
+    kafka = SERVICES["kafka"]
+    local = next(c for c in GROUPS["kafka-broker"] if c.startswith("org.apache.kafka:kafka_"))
+    assert kafka["image"] == f"apache/kafka:{local.rsplit(':', 1)[1]}", "one Kafka version, in compose and locally"
+    env = kafka["environment"]
+    assert env["KAFKA_PROCESS_ROLES"] == "broker,controller" and env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@kafka:9093"
+    assert "PLAINTEXT://kafka:9092" in env["KAFKA_ADVERTISED_LISTENERS"], "services reach it by its name"
+    assert "HOST://127.0.0.1:9094" in env["KAFKA_ADVERTISED_LISTENERS"], "the host reaches the published port"
+    assert env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false", "as the local broker: runs create their topics"
+    assert "kafka-data:/var/lib/kafka/data" in kafka["volumes"] and env["KAFKA_LOG_DIRS"] == "/var/lib/kafka/data"
 
 
 def test_start_up_order_and_health_checks():

@@ -9,6 +9,8 @@ from deploy import postgres
 from deploy.spark_cluster import free_port
 from tests.services import skip_or_fail
 
+pytestmark = pytest.mark.spark  # starts real PostgreSQL servers: with the server tests, not beside the timing runs
+
 
 @pytest.fixture
 def packages():
