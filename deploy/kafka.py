@@ -155,7 +155,8 @@ class KafkaBroker:
     def admin(self):
         from confluent_kafka.admin import AdminClient
 
-        return AdminClient({"bootstrap.servers": self.bootstrap})
+        # log_level 3: errors only (librdkafka's notices on closing a client are not for the user)
+        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
 
     def _answers(self) -> bool:
         """The broker serves metadata (and so can create topics), not merely accepts connections."""
