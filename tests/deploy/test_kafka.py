@@ -17,13 +17,14 @@ from tests.services import skip_or_fail
 pytestmark = pytest.mark.spark  # starts a broker JVM (and Spark in one test): with the server tests, not at nice 19
 
 
-@pytest.fixture
-def broker(tmp_path):
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
     try:
         jars.classpath("kafka-broker")
     except jars.JarsError as exc:
         skip_or_fail("jars", str(exc))
-    running = KafkaBroker(state_dir=tmp_path / "kafka", port=free_port(), controller_port=free_port()).start()
+    running = KafkaBroker(state_dir=tmp_path_factory.mktemp("kafka"), port=free_port(),
+                          controller_port=free_port()).start()
     try:
         yield running
     finally:
