@@ -52,47 +52,56 @@ def project(broker: KafkaBroker, topic: str, schedule) -> float:
     return report.events / (time.perf_counter() - started)
 
 
-def main(argv: list[str] | None = None) -> int:
+def measure(broker: KafkaBroker, events: int, rounds: int) -> dict[str, list[float]]:
+    """Events/s of each variant per round, on `broker`, after one uncounted round of each."""
     from workloads.schedule import Schedule
 
+    schedule = Schedule(_spec(events))
+    keys, values, timestamps, _ = KafkaRecords(schedule).chunk(0, schedule.total_events, anchor_us=0)
+    prepared = (keys, values, timestamps)
+    # the broker's JVM compiles its write path during the first few hundred thousand records: one round of each
+    # variant, not counted, before the measured ones
+    broker.create_topic("warm-up", 4)
+    bare(broker, "warm-up", prepared)
+    project(broker, "warm-up", schedule)
+    broker.delete_topic("warm-up")
+    rates: dict[str, list[float]] = {"bare": [], "producer": []}
+    for r in range(rounds):
+        for variant in (("bare", "producer") if r % 2 == 0 else ("producer", "bare")):
+            topic = f"{variant}-{r}"
+            broker.create_topic(topic, 4)
+            rate = bare(broker, topic, prepared) if variant == "bare" else project(broker, topic, schedule)
+            rates[variant].append(rate)
+            print(f"round {r + 1} {variant:8s} {rate:12,.0f} events/s", flush=True)
+            broker.delete_topic(topic)
+    return rates
+
+
+def table(rates: dict[str, list[float]], events: int) -> str:
+    ratios = [a / b for a, b in zip(rates["producer"], rates["bare"])]
+    producer_median = statistics.median(rates["producer"])
+    lines = [f"| variant | events/s (median of {len(ratios)} rounds) | rounds |", "|---|---|---|"]
+    for variant, values in rates.items():
+        lines.append(f"| {variant} | **{statistics.median(values):,.0f}** | {', '.join(f'{v:,.0f}' for v in values)} |")
+    lines.append(f"| producer ÷ bare | **{statistics.median(ratios):.2f}** | {', '.join(f'{v:.2f}' for v in ratios)} |")
+    lines += ["", f"goal >= {GOAL_EPS:,} events/s: {'met' if producer_median >= GOAL_EPS else 'missed'} "
+                  f"({producer_median:,.0f}; {events:,} events a round, 4 partitions, one private broker)"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.kafka_producer", description=__doc__.split("\n\n")[0])
     p.add_argument("--events", type=int, default=500_000)
     p.add_argument("--rounds", type=int, default=4)
     args = p.parse_args(argv)
-    schedule = Schedule(_spec(args.events))
-    keys, values, timestamps, _ = KafkaRecords(schedule).chunk(0, schedule.total_events, anchor_us=0)
-    prepared = (keys, values, timestamps)
-    rates: dict[str, list[float]] = {"bare": [], "producer": []}
     with tempfile.TemporaryDirectory(prefix="kafka-bench-") as scratch:
         broker = KafkaBroker(state_dir=Path(scratch), port=free_port(), controller_port=free_port()).start()
         try:
-            # the broker's JVM compiles its write path during the first few hundred thousand records: one round of
-            # each variant, not counted, before the measured ones
-            broker.create_topic("warm-up", 4)
-            bare(broker, "warm-up", prepared)
-            project(broker, "warm-up", schedule)
-            broker.delete_topic("warm-up")
-            for r in range(args.rounds):
-                order = ("bare", "producer") if r % 2 == 0 else ("producer", "bare")
-                for variant in order:
-                    topic = f"{variant}-{r}"
-                    broker.create_topic(topic, 4)
-                    rate = bare(broker, topic, prepared) if variant == "bare" else project(broker, topic, schedule)
-                    rates[variant].append(rate)
-                    print(f"round {r + 1} {variant:8s} {rate:12,.0f} events/s", flush=True)
-                    broker.delete_topic(topic)
+            rates = measure(broker, args.events, args.rounds)
         finally:
             broker.stop(clean=True)
-    ratios = [a / b for a, b in zip(rates["producer"], rates["bare"])]
-    producer_median = statistics.median(rates["producer"])
     print()
-    print(f"| variant | events/s (median of {args.rounds} rounds) | rounds |")
-    print("|---|---|---|")
-    for variant, values in rates.items():
-        print(f"| {variant} | **{statistics.median(values):,.0f}** | {', '.join(f'{v:,.0f}' for v in values)} |")
-    print(f"| producer ÷ bare | **{statistics.median(ratios):.2f}** | {', '.join(f'{v:.2f}' for v in ratios)} |")
-    print(f"\ngoal >= {GOAL_EPS:,} events/s: {'met' if producer_median >= GOAL_EPS else 'missed'} "
-          f"({producer_median:,.0f}; {args.events:,} events a round, 4 partitions, one private broker)")
+    print(table(rates, args.events))
     return 0
 
 

@@ -20,6 +20,17 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
 
+# Stage times are sums and ratios of measured floats: a vector that fits a budget exactly can come out a few ulps
+# over it (a speed-up of 0.9999999999999998 from summed busy and wall times), and a task more would be bought for
+# nothing. Comparisons against a budget allow this relative slack.
+BUDGET_SLACK = 1e-9
+
+
+def within_budget(seconds: float, budget_s: float) -> bool:
+    """`seconds` <= `budget_s`, up to float rounding (BUDGET_SLACK, relative)."""
+    return seconds <= budget_s + BUDGET_SLACK * abs(budget_s)
+
+
 class ArrivalSchedule(Protocol):
     """A workload's arrivals (workloads.Schedule has these): times in µs since the run's anchor."""
 

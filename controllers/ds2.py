@@ -41,6 +41,9 @@ declaration, the same defaults). With guards on, DS2 still computes the least-co
   minus the stages' wall times; no operator is sized above the slots or above an ineffective-scaling block;
 - the proposal is either the least-cost vector from the current one upwards (when the current vector misses the
   budget) or a lower one (when it fits), never a mix whose ups were sized for downs that must wait;
+- when no vector within the caps keeps up either (a stage's per-task cost, or the fixed cost, fills the trigger),
+  the least vector whose batch is within OUT_OF_REACH_SLACK (5 %) of the shortest the caps allow, rather than
+  every slot for the last few per cent;
 - the proposal goes through the guards' review (bounds, ineffective scaling, stabilisation_s instead of
   scale_down_delay_s, excluded periods, the band on the next batch's utilisation instead of the predicted one,
   reconfiguration cost), which records what it did in the decision's details and reason.
@@ -52,11 +55,18 @@ from typing import Callable, Mapping
 
 from controllers.base import Controller, Param, register
 from controllers.common_params import SEARCHED_INITIAL_DEGREE, at_most_max_degree
+from controllers.cost_model import within_budget
 from controllers.guard_layer import GuardLayer
 from controllers.guards import GUARD_PARAMS, GUARD_RULES, catch_up_rate, vector_text
 from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
 from params.declare import SearchRange
 from controllers.types import Decision, RunContext, Snapshot
+
+
+# The project's choice for a load no vector within the caps keeps up with: tasks are bought until the batch is within
+# this share of the shortest the caps allow, not beyond (with a per-task cost the last tasks shorten it by a fraction
+# of a per cent each).
+OUT_OF_REACH_SLACK = 0.05
 
 
 def least_cost_degrees(work_s: dict[str, float], budget_s: float, min_degree: int, max_degree: int) -> dict[str, int]:
@@ -75,7 +85,7 @@ def least_cost_vector(stage_s: Callable[[str, int], float], operators: tuple[str
     def gain(op: str) -> float:
         return stage_s(op, degrees[op]) - stage_s(op, degrees[op] + 1)
 
-    while sum(stage_s(op, degrees[op]) for op in operators) > budget_s:
+    while not within_budget(sum(stage_s(op, degrees[op]) for op in operators), budget_s):
         growable = [op for op in operators if degrees[op] < caps.get(op, 0)]
         if not growable:
             break
@@ -165,11 +175,21 @@ class DS2Controller(GuardLayer, Controller):
         overhead = max(0.0, sum(fixed) / len(fixed))
         ops = tuple(work)
         budget = self.params["target_utilization"] * trigger - overhead
+        def fits(vector: Mapping[str, int]) -> bool:
+            return within_budget(sum(stage(op, vector[op]) for op in ops), budget)
+
         degrees = least_cost_vector(stage, ops, budget, self.params["min_degree"], caps)
-        if sum(stage(op, degrees[op]) for op in ops) > budget:
+        if not fits(degrees):
             # the target is out of reach even at the cap: settle for keeping up (batch <= trigger interval), which
             # is what stability needs, rather than paying for every task to miss the target anyway
             budget = trigger - overhead
+            degrees = least_cost_vector(stage, ops, budget, self.params["min_degree"], caps)
+        if guarded and budget > 0 and not fits(degrees):
+            # keeping up is out of reach too (a stage's fitted per-task cost, or the fixed cost, fills the budget):
+            # the greedy above bought every task up to the caps, the last ones for a fraction of a per cent each.
+            # The budget becomes the shortest batch the caps allow plus OUT_OF_REACH_SLACK of it: the least vector
+            # that comes that close, not every slot for the last few per cent
+            budget = sum(stage(op, degrees[op]) for op in ops) * (1.0 + OUT_OF_REACH_SLACK)
             degrees = least_cost_vector(stage, ops, budget, self.params["min_degree"], caps)
         current = snapshot.degrees
         predicted = (sum(stage(op, current[op]) for op in ops) + overhead) / trigger
@@ -177,9 +197,6 @@ class DS2Controller(GuardLayer, Controller):
             # scale-ups at once, scale-downs after stabilisation: a proposal is either the least-cost vector above
             # the current one (when the current one does not fit the budget) or one below it, never a mix whose
             # ups were sized for downs that would have to wait
-            def fits(vector: Mapping[str, int]) -> bool:
-                return sum(stage(op, vector[op]) for op in ops) <= budget
-
             if fits(current):
                 lower = {op: min(current[op], degrees.get(op, current[op])) for op in current}
                 degrees = lower if fits(lower) else dict(current)

@@ -122,7 +122,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from controllers.common_params import MIN_DEGREE, PARALLEL_SLOTS
-from controllers.cost_model import CostPrior
+from controllers.cost_model import CostPrior, within_budget
 from controllers.settle import (Arrivals, Replay, StageModel, arrival_segments, covering_goal, covering_vector,
                                replay)
 from controllers.types import Decision, OperatorMetrics, Snapshot
@@ -605,8 +605,10 @@ class Guards:
 
     def task_costs(self, op: str) -> tuple[float, float] | None:
         """(busy seconds per record, busy seconds per task) of the operator, fitted by least squares on its recent
-        batches (busy = records × c + tasks × o, both >= 0); None before min_records or when the batches cannot
-        tell the two apart (then the caller's per-record cost, with no per-task cost, is the linear model)."""
+        batches (busy = records × c + tasks × o, both >= 0); None before min_records, when the batches cannot tell
+        the two apart, or when they show no per-task cost (then the caller's per-record cost, measured at the
+        current degree, with no per-task cost, is the linear model: an average over every degree seen would let
+        cheaper degrees predict the current one faster than it ran)."""
         points = self._costs.get(op)
         if not points or sum(n for n, _, _ in points) < self.params["min_records"] or len(points) < 3:
             return None
@@ -620,8 +622,8 @@ class Guards:
             return None
         c = (snb * spp - spb * snp) / det
         o = (spb * snn - snb * snp) / det
-        if o < 0 or c <= 0:  # the noise says no per-task cost: all of it per record
-            return sum(b for _, _, b in points) / sum(n for n, _, _ in points), 0.0
+        if o < 0 or c <= 0:  # the batches show no per-task cost: the caller's per-record cost, at its degree
+            return None
         return c, o
 
     def stage_s(self, op: str, degree: int, records: float, per_record_s: float) -> float:
@@ -698,7 +700,7 @@ class Guards:
             if budget <= 0:
                 continue
             for p in range(floor, top + 1):
-                if self.stage_s(op, p, need, per_record) <= budget:
+                if within_budget(self.stage_s(op, p, need, per_record), budget):
                     return p
         return top
 

@@ -208,6 +208,54 @@ def test_guarded_ds2_sizes_on_the_observed_curve_not_on_linear_speed_up():
     assert degrees["enrich"] == 4 and details["guard.stage_s.enrich"] == pytest.approx(1.5)
 
 
+def test_without_a_per_task_cost_the_fit_leaves_the_stage_to_the_cost_measured_at_the_current_degree():
+    # parse's busy time does not grow with its records, only with its tasks (c = 0 in the fit): no per-record cost
+    # to fit. Averaged over every degree seen (7,000 records, 0.3 busy seconds) a record would cost 43 us; at the
+    # current degree, 4, it cost 100 us, and the stage must be predicted from that, as it ran: 2000 x 100 us / 4.
+    g = guards()
+    for i, (n, p, busy) in enumerate(((1000, 1, 0.05), (4000, 1, 0.05), (2000, 4, 0.2))):
+        g.observe(snap({"parse": p}, records=n, busy={op: busy for op in OPS}, spans={op: busy / p for op in OPS},
+                       time_s=2.0 * i, batch_id=i))
+    assert g.task_costs("parse") is None
+    assert g.stage_s("parse", 4, 2000, per_record_s=0.2 / 2000) == pytest.approx(0.05)
+
+
+def test_a_vector_that_fits_the_budget_exactly_is_not_given_a_task_more_for_float_rounding():
+    # busy and wall time summed over batches: 0.15 + 0.15 busy seconds over 0.1 + 0.2 s of stage at one task is a
+    # speed-up of 0.9999999999999998, and the exactly sufficient vector came out 2e-16 over the budget
+    from controllers.ds2 import least_cost_vector
+
+    stage = {1: (0.1 + 0.2) / 1.0, 2: 0.15}
+    assert stage[1] > 0.3
+    degrees = least_cost_vector(lambda op, p: stage[p], ("enrich",), 0.3, 1, {"enrich": 2})
+    assert degrees == {"enrich": 1}
+    g = guards()
+    for i, (busy, span) in enumerate(((0.15, 0.1), (0.15, 0.2))):
+        g.observe(snap(busy={op: busy for op in OPS}, spans={op: span for op in OPS}, time_s=2.0 * i, batch_id=i))
+    assert g.speedup("parse", 1) < 1.0, "the rounding the comparison must allow for"
+
+
+def test_when_no_degree_keeps_up_guarded_ds2_stops_within_five_per_cent_of_the_best_instead_of_every_slot():
+    # enrich: 200 us a record and 2.5 s a task (fitted): its stage, 4 s / p + 2.5 s on 20,000 records, never gets
+    # below 2.5 s, above the 2 s trigger, however many tasks run. The greedy bought all 64 slots for a stage of
+    # 2.5625 s (every operator at 64: a batch of 2.563 s); within 5 % of that, 2.691 s, enrich at 25 and the rest at
+    # one task (0.03 s) do.
+    def batch(degree, records, i):  # nothing waiting: the rate to size for is the arrival rate
+        busy = {op: 0.01 for op in OPS} | {"enrich": records * 200e-6 + degree * 2.5}
+        spans = {op: 0.01 for op in OPS} | {"enrich": busy["enrich"] / degree}
+        return snap({"enrich": degree}, rate=records / T, records=records, batch_s=0.03 + spans["enrich"],
+                    busy=busy, spans=spans, backlog=0, time_s=2.0 * i, batch_id=i)
+
+    ds2 = build_controller("ds2", {"guards": True, "parallel_slots": 64}, OPS, 64)
+    for i, (degree, records) in enumerate(((1, 10000), (2, 20000), (4, 15000))):
+        ds2.guards.observe(batch(degree, records, i))
+    c, o = ds2.guards.task_costs("enrich")
+    assert c == pytest.approx(200e-6) and o == pytest.approx(2.5)
+    degrees, details = ds2.plan(batch(4, 20000, 3))
+    assert degrees == {"parse": 1, "enrich": 25, "aggregate": 1, "sink": 1}
+    assert details["budget_s"] == pytest.approx((4 / 64 + 2.5 + 0.03 / 64) * 1.05)
+
+
 # ---- reconfiguration cost --------------------------------------------------------------------------------------
 
 def test_a_scale_down_is_applied_only_when_the_slots_it_frees_pay_for_the_change():

@@ -460,9 +460,9 @@ def test_a_held_vector_is_raised_for_new_late_arrivals_not_for_the_history_it_wa
 def test_on_a_load_no_vector_carries_a_raise_that_buys_less_than_the_slack_is_not_taken():
     """The real-time Google trace (one-second peaks beyond the slots): a held vector that keeps what the best vector
     keeps less the late ratio's slack is not raised for a point or two (settle_min_gain), which on Spark spent an
-    action at 74 s for 84.7 % -> 87.0 % and one at 173 s of a 180 s run. In the noisy plant: 3 actions -> 2 at
-    about the same attainment (44.5 % -> 45.8 %, the oracle 44.3 %). A stream that runs until stopped (the run's
-    length not given): in a bounded run the last raises are also weighed against what is left of it."""
+    action at 74 s for 84.7 % -> 87.0 % and one at 173 s of a 180 s run. In the noisy plant, over four noise seeds
+    (one seed's runs go either way): 17 actions -> 12 at no lower attainment. A stream that runs until stopped (the
+    run's length not given): in a bounded run the last raises are also weighed against what is left of it."""
     from studies.burst_wait_budget import NOISY
 
     try:
@@ -473,7 +473,7 @@ def test_on_a_load_no_vector_carries_a_raise_that_buys_less_than_the_slack_is_no
 
     def runs(min_gain):
         return [simulated("ds2", {"settle": True, "settle_min_gain": min_gain}, arrivals, NOISY, noise_seed=n)
-                for n in (0, 1)]
+                for n in (0, 1, 2, 3)]
 
     taken, skipped = runs(False), runs(True)
     assert sum(r[0] for r in skipped) < sum(r[0] for r in taken)

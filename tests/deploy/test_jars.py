@@ -1,15 +1,9 @@
-"""Java artifacts resolved once into .local/jars (deploy/jars.py): the lock is enforced, a complete copy is not
-resolved again (no Maven, no network), and the resolved groups work: Spark's Kafka source loads in a PySpark driver
-from `spark.jars`, and the broker's classpath runs the broker's own storage tool."""
-import os
-import subprocess
-import sys
-import textwrap
-
+"""Java artifacts resolved once into .local/jars (deploy/jars.py): the lock is enforced, and a complete copy is not
+resolved again (no Maven, no network). That the resolved groups work is tests/deploy/test_kafka.py's: a broker from
+the broker group, read by Spark's Kafka source from the connector group in `spark.jars`."""
 import pytest
 
 from deploy import jars
-from tests.services import skip_or_fail
 
 
 def _fake_maven(tmp_path, coordinates_to_files):
@@ -76,38 +70,3 @@ def test_the_pinned_groups_are_the_locked_ones():
     assert set(jars.read_lock()) == set(jars.GROUPS)
     for group, coordinates in jars.GROUPS.items():
         assert set(coordinates) <= set(jars.read_lock()[group]), group
-
-
-def _resolved(group):
-    try:
-        return jars.classpath(group)
-    except jars.JarsError as exc:
-        skip_or_fail("jars", str(exc))
-
-
-@pytest.mark.spark
-def test_sparks_kafka_source_loads_from_the_resolved_jars(tmp_path):
-    """Without the connector PySpark says `Failed to find data source: kafka`; with the group in spark.jars the
-    source builds its relation (no broker is asked until a scan runs) and gives Kafka's record schema."""
-    script = tmp_path / "kafka_schema.py"
-    script.write_text(textwrap.dedent(f"""\
-        from pyspark.sql import SparkSession
-        spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-                 .config("spark.jars", {",".join(map(str, _resolved("spark-kafka")))!r}).getOrCreate())
-        frame = (spark.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9")
-                 .option("subscribe", "events").load())
-        print("columns", ",".join(frame.columns))
-        spark.stop()
-    """))
-    done = subprocess.run([sys.executable, str(script)], env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    assert "columns key,value,topic,partition,offset,timestamp,timestampType" in done.stdout
-
-
-def test_the_broker_classpath_runs_kafkas_storage_tool():
-    classpath = os.pathsep.join(map(str, _resolved("kafka-broker")))
-    done = subprocess.run(["java", "-cp", classpath, "kafka.tools.StorageTool", "random-uuid"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert len(done.stdout.strip().splitlines()[-1]) == 22, done.stdout  # a base64 cluster id, as `format` takes

@@ -105,8 +105,9 @@ def test_records_are_built_from_the_schedule_by_index_alone():
 def test_the_throughput_benchmark_runs_both_variants_and_prints_the_ratio(broker, capsys):
     from benchmarks import kafka_producer as bench
 
-    assert bench.main(["--events", "20000", "--rounds", "2"]) == 0
-    out = capsys.readouterr().out
-    rounds = [line.split()[2] for line in out.splitlines() if line.startswith("round ")]
+    rates = bench.measure(broker, events=20000, rounds=2)
+    rounds = [line.split()[2] for line in capsys.readouterr().out.splitlines() if line.startswith("round ")]
     assert sorted(rounds) == ["bare", "bare", "producer", "producer"]
-    assert "| producer ÷ bare |" in out and "goal >= 200,000 events/s:" in out
+    assert all(len(v) == 2 and min(v) > 0 for v in rates.values())
+    printed = bench.table(rates, 20000)
+    assert "| producer ÷ bare |" in printed and "goal >= 200,000 events/s:" in printed
