@@ -17,7 +17,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.support import (  # noqa: E402,F401  (fixtures)
-    _empty_mlflow_store, mlflow_client, new_tracking_uri, standalone_cluster, tracking_uri)
+    _empty_mlflow_store, kafka_broker, mlflow_client, new_tracking_uri, standalone_cluster, tracking_uri)
 
 
 # runs started by tests check their SLO against no machine's calibration unless a test gives one (jobs.floor)

@@ -118,3 +118,24 @@ def standalone_cluster(tmp_path_factory):
         if saved is not None:
             cluster.workers.update(saved.workers)
         cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def kafka_broker(tmp_path_factory):
+    """A real Kafka broker (KRaft, one node) on spare loopback ports, from the resolved jars (deploy/kafka.py), its
+    data removed afterwards; skips without the jars (fails where the run requires them: tests/services.py)."""
+    from deploy import jars
+    from deploy.kafka import KafkaBroker
+    from deploy.spark_cluster import free_port
+    from tests.services import skip_or_fail
+
+    try:
+        jars.classpath("kafka-broker")
+    except jars.JarsError as exc:
+        skip_or_fail("jars", str(exc))
+    broker = KafkaBroker(state_dir=tmp_path_factory.mktemp("kafka"), port=free_port(),
+                         controller_port=free_port()).start()
+    try:
+        yield broker
+    finally:
+        broker.stop(clean=True)

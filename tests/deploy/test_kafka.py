@@ -12,23 +12,13 @@ import pytest
 from deploy import jars
 from deploy.kafka import KafkaBroker, KafkaError
 from deploy.spark_cluster import free_port
-from tests.services import skip_or_fail
 
 pytestmark = pytest.mark.spark  # starts a broker JVM (and Spark in one test): with the server tests, not at nice 19
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    try:
-        jars.classpath("kafka-broker")
-    except jars.JarsError as exc:
-        skip_or_fail("jars", str(exc))
-    running = KafkaBroker(state_dir=tmp_path_factory.mktemp("kafka"), port=free_port(),
-                          controller_port=free_port()).start()
-    try:
-        yield running
-    finally:
-        running.stop(clean=True)
+def broker(kafka_broker):
+    return kafka_broker
 
 
 def _produce(bootstrap, topic, n):

@@ -7,11 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from deploy import jars
-from deploy.kafka import KafkaBroker
-from deploy.spark_cluster import free_port
 from jobs.kafka_producer import KafkaRecords, replay
-from tests.services import skip_or_fail
 from workloads.schedule import Schedule
 from workloads.spec import parse_workload
 
@@ -25,17 +21,8 @@ def _spec(**overrides):
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    try:
-        jars.classpath("kafka-broker")
-    except jars.JarsError as exc:
-        skip_or_fail("jars", str(exc))
-    running = KafkaBroker(state_dir=tmp_path_factory.mktemp("kafka"), port=free_port(),
-                          controller_port=free_port()).start()
-    try:
-        yield running
-    finally:
-        running.stop(clean=True)
+def broker(kafka_broker):
+    return kafka_broker
 
 
 def _consume(bootstrap, topic, n):
