@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deploy.jars import JarsError, classpath
-from deploy.processes import stop_group
+from deploy.processes import port_taken, stop_group
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".local" / "kafka"
@@ -69,11 +68,6 @@ logger.apache.level = warn
 
 class KafkaError(RuntimeError):
     pass
-
-
-def _taken(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 @dataclass
@@ -128,7 +122,7 @@ class KafkaBroker:
 
     def start(self, timeout_s: float = 90.0) -> "KafkaBroker":
         for port in (self.port, self.controller_port):
-            if _taken(port):
+            if port_taken(port):
                 raise KafkaError(f"127.0.0.1:{port} is taken: is a broker already running? "
                                  f"(`python -m deploy.kafka stop`, or choose other ports)")
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -160,7 +154,7 @@ class KafkaBroker:
 
     def _answers(self) -> bool:
         """The broker serves metadata (and so can create topics), not merely accepts connections."""
-        if not _taken(self.port):
+        if not port_taken(self.port):
             return False
         try:
             return self.admin().list_topics(timeout=2).brokers != {}

@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from deploy.processes import port_taken
+
 HOST = "127.0.0.1"
 PORT = 5432
 USER = "postgres"
@@ -84,13 +86,6 @@ def serving(port: int = PORT, host: str = HOST) -> bool:
     except subprocess.TimeoutExpired:  # something that accepts the connection but does not speak PostgreSQL
         return False
     return done.returncode == 0 and done.stdout.strip() == "1"
-
-
-def _port_taken(port: int, host: str = HOST) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        return s.connect_ex((host, port)) == 0
 
 
 class Cluster:
@@ -189,7 +184,7 @@ def start(port: int = PORT, data_dir: Path | None = None, install_missing: bool 
     """Make the server of the tests answer on 127.0.0.1:port; returns what was done, in one line."""
     if serving(port):
         return f"PostgreSQL already serves 127.0.0.1:{port} (user postgres, trust): left as it is"
-    if _port_taken(port):
+    if port_taken(port, HOST):
         raise PostgresError(f"127.0.0.1:{port} is taken by something that is not a PostgreSQL server with trust "
                             f"auth for user postgres; stop it, or give the tests that server")
     note = ""

@@ -24,7 +24,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deploy.processes import stop_group
+from deploy.processes import port_taken, stop_group
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".local" / "spark-cluster"
@@ -101,10 +101,9 @@ class StandaloneCluster:
     def start(self, workers: int = 1, timeout_s: float = 90.0) -> "StandaloneCluster":
         self.state_dir.mkdir(parents=True, exist_ok=True)
         for port in (self.port, self.ui_port):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    raise ClusterError(f"port {port} is taken: is a cluster already running? "
-                                       "(`python -m deploy.spark_cluster stop`, or choose other ports)")
+            if port_taken(port):
+                raise ClusterError(f"port {port} is taken: is a cluster already running? "
+                                   "(`python -m deploy.spark_cluster stop`, or choose other ports)")
         self.master_pid = self._spawn("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                                  "--port", str(self.port), "--webui-port", str(self.ui_port)])
         self._wait(lambda: self._master_up(), "the master", timeout_s)
