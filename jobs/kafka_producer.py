@@ -50,10 +50,6 @@ class ProducerReport:
     lag_max_ms: float  # the latest handover of an event after its scheduled arrival
     lag_p99_ms: float
 
-    @property
-    def rate(self) -> float:
-        return self.events / self.seconds if self.seconds > 0 else 0.0
-
 
 class KafkaRecords:
     """Events [first, stop) of a schedule as Kafka keys, values and timestamps (numpy, then one bytes per record)."""
@@ -106,15 +102,15 @@ def hand_over(client, topic: str, keys, values, timestamps) -> None:
 
 
 def replay(schedule, bootstrap: str, topic: str, anchor_us: int | None = None, until_event: int | None = None,
-           max_sleep_s: float = 0.05, should_stop=lambda: False, client=None) -> ProducerReport:
+           max_sleep_s: float = 0.05) -> ProducerReport:
     """Write events [0, until_event) (default: all) into `topic` when each is due after `anchor_us` (epoch
     microseconds of schedule time 0; default: now). An anchor in the past writes what is overdue at once."""
-    client = client or producer(bootstrap)
+    client = producer(bootstrap)
     anchor_us = time.time_ns() // 1000 if anchor_us is None else anchor_us
     total = schedule.total_events if until_event is None else min(until_event, schedule.total_events)
     records = KafkaRecords(schedule)
     sent, lags, started = 0, [], time.monotonic()
-    while sent < total and not should_stop():
+    while sent < total:
         now_us = time.time_ns() // 1000 - anchor_us
         due = min(total, schedule.count_due(now_us))
         if due <= sent:
