@@ -63,7 +63,7 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
                 "failure_reason": tags.get("failure_reason") or tags.get("pruned"),
                 "case": tags.get("airflow.case"), "predictor": tags.get("predictor"), "query": tags.get("query"),
                 "start_time": run.info.start_time, "revision": tags.get("mlflow.source.git.commit", ""),
-                # where the run's batches fell against its workload (jobs.trigger_grid): seeded since stop 62
+                # where the run's batches fell against its workload (jobs.trigger_grid): seeded since 2026-12-03
                 "trigger_phase_s": float(params["trigger_phase_s"]) if "trigger_phase_s" in params else None,
                 **{m: metrics.get(m) for m in SUMMARY_METRICS},
             })

@@ -1,4 +1,4 @@
-"""What one micro-batch costs before any operator work, and where that time goes (issue #20).
+"""What one micro-batch costs before any operator work, and where that time goes.
 
     python -m benchmarks.batch_overhead            about 3 minutes on a 2-core machine
 
@@ -24,7 +24,7 @@ accumulators — the rest of a task's run time is the Python worker's start and 
 
 With --with-foundation it also runs the two ratios kept from `benchmarks.foundation` (instrumented ÷ bare
 maximum sustainable throughput; replay source ÷ Spark's JVM rate source and ÷ a minimal Arrow source), so the
-four numbers of issue #20 come from one command.
+four numbers the per-batch overhead is judged by (docs/benchmarks.md) come from one command.
 
 Ratios, not absolute seconds, are the result: the machine is shared and noisy. Never run this next to another
 heavy job.

@@ -1,5 +1,5 @@
-"""Issue #21's goals, read from runs of the bursty real-trace suite (suites/bursty.yaml) in MLflow: do the controllers
-hold on real bursts, at what price against the oracle, and do the guards cut DS2's churn?
+"""The bursty suite's goals, read from runs of the bursty real-trace suite (suites/bursty.yaml) in MLflow: do the
+controllers hold on real bursts, at what price against the oracle, and do the guards cut DS2's churn?
 
     python -m benchmarks.bursty_goals [--parent-run-id ID ...] [--record docs/bursty/runs.csv]
 
@@ -8,13 +8,13 @@ oracle's on the same seed (also where the oracle could not keep every event on t
 what it reached, the feasible bound, and the attainment gap is shown beside it), regret per SLO point, scaling
 actions, and from the decision ledger the share of actions after which the vector fell behind. Goals, per workload:
 the cheapest non-oracle configuration whose attainment is within 5 points of the oracle's costs <= 1.3x the oracle
-(where the record has runs of a configuration at the same trigger phase as an oracle run of the same seed, as
-since stop 62, both read from those pairs alone; elsewhere the means over every seed);
-DS2 with guards costs <= 1.6x the oracle (paired as above where the record can, since stop 63) and takes <= half
+(where the record has runs of a configuration at the same trigger phase as an oracle run of the same seed, both
+read from those pairs alone; elsewhere the means over every seed);
+DS2 with guards costs <= 1.6x the oracle (paired as above where the record can) and takes <= half
 DS2's scaling actions without guards — read for the default guards (`ds2`), for the guards' few-actions mode
 (`ds2:settle=true`) and for that mode with raises sized for the burst still arriving
-(`ds2:settle=true,settle_rate_sizing=true`, since stop 64) and for those raises taken only for operators of a fifth
-of the stage time or more (`…,settle_stage_share=0.2`, since stop 67), each on its own. Last, the
+(`ds2:settle=true,settle_rate_sizing=true`) and for those raises taken only for operators of a fifth
+of the stage time or more (`…,settle_stage_share=0.2`), each on its own. Last, the
 before/after table (the published DS2 against the layer's defaults and its few-actions mode) as markdown, which
 docs/bursty.md and the README quote.
 
@@ -42,7 +42,7 @@ ATTAINMENT_POINTS = 0.05  # ... with its attainment within this of the oracle's
 GUARDED_DS2_GOAL = 1.6  # DS2 with guards: cost / the oracle's
 ACTIONS_CUT_GOAL = 0.5  # DS2 with guards: at least this fewer scaling actions than DS2 without
 DS2 = "ds2:guards=false"  # the published DS2
-# the few-actions mode whose raises take only operators of a fifth of the stage time or more (since stop 67)
+# the few-actions mode whose raises take only operators of a fifth of the stage time or more
 STAGE_SHARE = "ds2:settle=true,settle_rate_sizing=true,settle_stage_share=0.2"
 # DS2 with guards: the defaults, and settled (the guards' few-actions mode, controllers/settle.py): (configuration,
 # how the read-out names it, its verdicts' prefix)
@@ -85,8 +85,8 @@ class Paired:
 
 def paired_with_the_oracle(group: pd.DataFrame) -> dict[str, Paired]:
     """Per configuration of one workload, how it fared against the oracle over the seeds where both ran at the same
-    trigger phase (to the millisecond; since stop 62 a run's phase comes from its seed; earlier runs met a phase of
-    their own, which a record holds where it was read after the column existed); configurations with no such seed
+    trigger phase (to the millisecond; a run at a seeded phase takes it from its seed; a run at a free phase met one
+    of its own, which a record holds where it was read after the column existed); configurations with no such seed
     are left out. Why paired: the phase alone moves what anyone keeps on a bursty trace by tens of points
     (studies.trigger_phase), so a run is compared with the oracle that met the same trigger grid, and the runs at
     other phases, whose difference to it is mostly the draw, do not enter the comparison even when they are more."""
@@ -208,7 +208,7 @@ def _guarded_goals(g: pd.Series, published: pd.Series | None, name: str, prefix:
     """The two DS2 goals for one guarded configuration `g` against the published DS2's row. The cost is read, as
     the best-non-oracle test reads it, from the runs paired with the oracle run of the same seed and trigger phase
     where the record has them (`paired`): the cheapest oracle run of a seed on any day is the least of several
-    draws, often of another machine's batch costs (stop 47: the settled runs' cost moved with the day's)."""
+    draws, often of another machine's batch costs (the settled runs' cost moves with the day's machine)."""
     cheapest = g["cost_to_oracle_reached"].mean
     ratio = paired.cost.mean if paired is not None else cheapest
     ok = ratio <= GUARDED_DS2_GOAL

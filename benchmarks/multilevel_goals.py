@@ -1,4 +1,4 @@
-"""Issue #25's goals, read from runs of the cluster suite (suites/multilevel_cluster.yaml) in MLflow: does the
+"""The multi-level goals, read from runs of the cluster suite (suites/multilevel_cluster.yaml) in MLflow: does the
 multi-level controller hold the SLO with fewer cores than static degree 2, does the streaming-aware executor
 autoscaler beat Spark's dynamic allocation, and do DS2 and threshold hold the step once they know the slots?
 

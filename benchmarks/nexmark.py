@@ -28,7 +28,7 @@ from pathlib import Path
 from queries import nexmark as nx
 from queries import nexmark_reference as ref
 
-GOAL_RATIO = 0.5  # issue #26: API throughput >= 0.5x the plain query's
+GOAL_RATIO = 0.5  # the goal: API throughput >= 0.5x the plain query's
 
 
 def plain_query(name: str, events):

@@ -1,4 +1,4 @@
-"""Issue #24's goal on Spark, read from runs of the placement suite (suites/placement.yaml) in MLflow: do key-group
+"""The placement goal on Spark, read from runs of the placement suite (suites/placement.yaml) in MLflow: do key-group
 placement controllers cut the keyed operator's slowest task and the p99 latency against hash placement at the same
 degrees?
 

@@ -1,5 +1,6 @@
-"""Issue #23's third goal, read from runs of suites/bursty_predictors.yaml in MLflow: does AUTOSCALE steered by the
-registered champion load predictor beat AUTOSCALE steered by the paper's OLS on cost at equal SLO, on real bursts?
+"""The load predictors' AUTOSCALE goal, read from runs of suites/bursty_predictors.yaml in MLflow: does AUTOSCALE
+steered by the registered champion load predictor beat AUTOSCALE steered by the paper's OLS on cost at equal SLO, on
+real bursts?
 
     python -m benchmarks.predictor_goals --parent-run-id ID [...] [--record docs/predictors/autoscale_runs.csv]
 
@@ -29,9 +30,9 @@ from analysis.suite import parse_variant
 from benchmarks.recorded_runs import collect, provenance, readout_main
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-# the goal is read in each reading of AUTOSCALE that ran: as published (the guard layer off, as every recorded run
-# was before stop 57 put it on by default: the predictors compared under the paper's tables alone) and with the
-# layer, as users now run it (stop 58). Each steered configuration is compared with the paper's OLS in its own reading
+# the goal is read in each reading of AUTOSCALE that ran: as published (the guard layer off: the predictors compared
+# under the paper's tables alone) and with the layer, AUTOSCALE's default, as users run it. Each steered configuration
+# is compared with the paper's OLS in its own reading
 READINGS = (("the paper's tables alone (guards=false)", "autoscale:guards=false",
              "autoscale:guards=false,predictor=registry"),
             ("with the guard layer (AUTOSCALE's default)", "autoscale", "autoscale:predictor=registry"))

@@ -7,10 +7,10 @@ plant model calibrated by a `jobs.calibrate` run, side by side with what Spark m
 
 Each run is re-simulated from what it recorded (config/controller.json, config/workload.json, its trigger, max
 degree and SLO), so the plant runs the same controller configuration on the same events. Printed: per run, cost
-(slot-seconds), p95 latency and SLO attainment measured and simulated; then the errors against issue #22's goals
-(cost <= 10 %, p95 <= 15 %, SLO attainment within 5 points), the rank agreement of the configurations per workload
-(Kendall tau of the ranking rule's order: configurations meeting the SLO target by cost, then the others by
-attainment; goal >= 0.8) and the speed ratio (simulated seconds per wall-clock second; goal >= 1000).
+(slot-seconds), p95 latency and SLO attainment measured and simulated; then the errors against the simulator's
+fidelity goals (cost <= 10 %, p95 <= 15 %, SLO attainment within 5 points), the rank agreement of the configurations
+per workload (Kendall tau of the ranking rule's order: configurations meeting the SLO target by cost, then the
+others by attainment; goal >= 0.8) and the speed ratio (simulated seconds per wall-clock second; goal >= 1000).
 
 With `--noise-draws N` (and a calibration that measured noise), each run is also simulated N times with the plant's
 seeded noise, as screening does: printed per run is the range of those costs and whether Spark's cost fell inside

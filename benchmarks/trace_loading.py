@@ -7,7 +7,7 @@ folder, and the largest real trace of ../shared/traces when present. Both loader
 (`workloads.traces.read_rate_csv` and `read_rate_csv_lines`; `load_trace` caches by path, time and size), timed
 alternately in each repetition so that a change of load on the machine falls on both. Each load reads the file,
 hashes it and validates every row; both must give the same Trace (checked once per file before timing).
-Goal (issue #23): the vectorised loader >= 10x faster than the line-by-line parser on large files.
+Goal: the vectorised loader >= 10x faster than the line-by-line parser on large files.
 """
 from __future__ import annotations
 

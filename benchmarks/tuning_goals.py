@@ -1,4 +1,4 @@
-"""Issue #22's goals, read from tuning confirmation suites on Spark (`python -m analysis.tuning tune --with-oracle`):
+"""The tuning goals, read from tuning confirmation suites on Spark (`python -m analysis.tuning tune --with-oracle`):
 did the tuned settings beat each controller's defaults, and how close is the best to the oracle?
 
     python -m benchmarks.tuning_goals --parent-run-id ID [--parent-run-id ID ...] [--bursty WORKLOAD ...]

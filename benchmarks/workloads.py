@@ -7,7 +7,7 @@ Each workload is generated the way the replay source does it (Arrow record batch
 streams, Poisson arrivals, Zipf keys with hot-key drift) and a real trace (when ../shared/traces is present).
 Peak memory is the largest traced allocation while generating (tracemalloc sees numpy's buffers); the goal is that
 it does not grow with the window, because the schedule holds counts per bucket, never events.
-Goals (issue #3): >= 10^6 events/s generation; memory independent of window length.
+Goals: >= 10^6 events/s generation; memory independent of window length.
 """
 from __future__ import annotations
 

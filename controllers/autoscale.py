@@ -30,7 +30,7 @@ predictor_guard is off, each operator's forecasts are then scored against the ar
 forecast is used while the model's recent error is the larger (controllers.forecast_guard; the guard's state is in
 each iteration's details, a fallback in its reason). The paper's and the naive predictors are never guarded.
 
-The guard layer (controllers/guard_layer.py, controllers/guards.py; on by default since stop 57, `guards=false` is
+The guard layer (controllers/guard_layer.py, controllers/guards.py; on by default, `guards=false` is
 the paper exactly) reviews each proposal as it reviews DS2's and threshold's, and sizes each batch start for the
 events it is about to read: a burst shorter than an iteration is otherwise met at the degrees of the iteration
 before (docs/bursty.md, "AUTOSCALE with the guard layer"). The paper's reproductions run it off.

@@ -1,13 +1,14 @@
 """The guard layer as a parallelism controller wears it: one mixin, so every controller that proposes degree vectors
 gets the same guards the same way (controllers/guards.py holds the guards themselves).
 
-Issue #21 asks for one guard layer shared by every parallelism controller, not a copy per controller. What a
-controller needs for it is always the same four things: the guards built from its parameters (which merged
-`GUARD_PARAMS`), bound to the run (its latency bound, its slots, its length, its calibration), asked at each batch
-start (burst sizing: the events the batch is about to read are known), and its proposal reviewed after each batch.
-DS2 and threshold also ask the guards while they size a proposal (catch-up rate, observed capacity curve); a
-controller that only proposes (AUTOSCALE) gets the review and the batch-start sizing alone. With `guards=false` the
-controller is exactly its paper: the review passes the proposal through and no batch start is resized.
+One guard layer is shared by every parallelism controller, not copied into each, so that the guards act alike under
+all of them. What a controller needs for it is always the same four things: the guards built from its parameters
+(which merged `GUARD_PARAMS`), bound to the run (its latency bound, its slots, its length, its calibration), asked
+at each batch start (burst sizing: the events the batch is about to read are known), and its proposal reviewed after
+each batch. DS2 and threshold also ask the guards while they size a proposal (catch-up rate, observed capacity
+curve); a controller that only proposes (AUTOSCALE) gets the review and the batch-start sizing alone. With
+`guards=false` the controller is exactly its paper: the review passes the proposal through and no batch start is
+resized.
 
 Pure like the controllers: no Spark, MLflow or I/O.
 """

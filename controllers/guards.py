@@ -35,7 +35,7 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   (or to the proposal, if higher), without stabilisation, band or cost test: a burst shorter than a trigger interval
   is met by the batch that reads it, and paid for that batch only. Not where the events already waiting would need
   more than the vector it returns to (a burst longer than its batch): the next start would raise again, so the
-  burst's vector stays until a batch leaves little waiting (stop 54). With `burst_hold_s` the burst's vector stays
+  burst's vector stays until a batch leaves little waiting. With `burst_hold_s` the burst's vector stays
   instead until no batch has needed it for that long (for an engine where a change restarts the job). A batch at
   other degrees than the last one's runs longer than the last batch's costs predict (on Spark it plans a new shuffle
   layout and starts new tasks: 8.5-13 % measured), so a raised vector, and a current one the last review changed,
@@ -43,12 +43,12 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   the run's first, which on a trace that opens on a burst reads it — the costs come from the run's calibration
   where it has one (`calibrated_start`; `RunContext.cost_prior`, jobs/cost_prior.py: the costs `python -m
   jobs.calibrate` measured on this master for these operators, written as a nominal batch, `prior_batch`); without
-  one such a batch runs at the vector it has (stop 55).
+  one such a batch runs at the vector it has.
 - **Idle release** (`idle_release`): after a batch during which nothing arrived and that left nothing waiting, every
   operator goes to `min_degree` at once, before any other review but excluded periods. Spark runs no batch until events arrive, and burst
   sizing sizes that batch as it starts; a vector held until then is charged through the silence for nothing (on the
   held-out Azure code trace DS2 held a burst's vector through a 25-s silence: the sustained rate, a median of three
-  batches, still remembered the burst). Load without silences rarely has such a batch (stop 55).
+  batches, still remembered the burst). Load without silences rarely has such a batch.
 
 - **Settle** (`settle`, off by default): a few-actions mode for engines where a change restarts the job. The guards
   hold the least vector (found greedily) that, replayed over the arrivals of the last `settle_memory_s` on the
@@ -325,7 +325,7 @@ GUARD_PARAMS: dict[str, Param] = {
                                              "held, those cost slots to the end of the run, and taken back by the "
                                              "trim, an action; where the rest of the raise saves fewer late events "
                                              "than the error budget (off by default: on Spark it cut nothing on the "
-                                             "real-time Google trace, stop 66)",
+                                             "real-time Google trace, 2026-12-04)",
                                 search_when=("settle", True), search=Choices((True, False))),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
@@ -952,7 +952,7 @@ class Guards:
     def _trim_would_undo(self, current: Mapping[str, int], vector: Mapping[str, int], trigger_s: float) -> bool:
         """Whether the trim at the review after a raise from `current` to `vector` (where `current` lacks some of
         it) would lower it back to `current`, on the arrivals seen so far (`_settle_trim`).
-        Why: on Spark (stop 64, a machine whose batch overhead varied 0.79 on the log scale) a batch that ran slow
+        Why: on Spark (2026-12-04, a machine whose batch overhead varied 0.79 on the log scale) a batch that ran slow
         left late events behind the held vector, the next batch start raised for them with 292-1,555 events
         waiting, and the trim took the raise back 0.6-1.1 s later: two actions for a batch that was on time at the
         held vector anyway (four such pairs in six settled runs on the Google traces)."""
@@ -1018,7 +1018,7 @@ class Guards:
         saves fewer late events than the error budget a raise is taken for (1 - `settle_act_share` of the window's
         events, as `_raise_can_pay` judges a whole raise); else `vector` and `result` unchanged. The rescue's
         vector is then in `_settle_rescued`, and what was weighed, either way, in `_settle_rescue_note` (the
-        decision's `guard.settle_rescue`). Why: on Spark (stop 65) the real-time Google trace's rescues raised the
+        decision's `guard.settle_rescue`). Why: on Spark (2026-12-04) the real-time Google trace's rescues raised the
         cheap operators for events that had waited through the slow opening batch, late at any vector; where taking
         them back freed less than `settle_trim_share` of the slots they were held to the end (252 of the 562 slot-s
         one run spent above the oracle), and where it freed more the trim cost an action. In the plant the same

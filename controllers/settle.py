@@ -248,7 +248,7 @@ def covering_vector(model: StageModel, arrivals: Arrivals, floor: Mapping[str, i
     longest alone, while it can be raised). Why: a degree is held for as long as the vector is, and an
     operator whose stage is a small part of the batch buys a few tenths of a second of a burst's batch with it; on
     Spark the real-time Google trace's raises took `parse` and `aggregate` beside `enrich` (whose records cost about
-    25 times theirs in the calibration) and held them, at about 0.2x the oracle's cost each (stops 65-66)."""
+    25 times theirs in the calibration) and held them, at about 0.2x the oracle's cost each (2026-12-04)."""
     def run(vector: Mapping[str, int]) -> Replay:
         return replay(arrivals, lambda n: model.batch_s(vector, n), trigger_s, slo_s, waiting_since, since,
                       anchor if since is not None else None, next_rate)

@@ -5,8 +5,8 @@ need more slots than the executors in force give.
 Why one piece after the controller instead of three inside them: each controller sizes degrees its own way, but
 what the slots allow is the same for all of them. On the 2 x 1-core standalone cluster the project's phase-A
 characterisation (docs/multilevel.csv) measured degree 8 on 2 slots at 0.85x degree 1: tasks beyond the slots run
-in waves, so a degree above them costs task start-ups and buys nothing. The issue #25 runs showed DS2 and threshold
-reaching 20.6 % and 58.2 % SLO there, sizing degrees far past the two slots.
+in waves, so a degree above them costs task start-ups and buys nothing. On the step workload there (2026-11-26,
+docs/multilevel.md) DS2 and threshold reached 20.6 % and 58.2 % SLO, sizing degrees far past the two slots.
 
 What it does to a decision (`SlotFitter.fit`):
 - the slots are those the run has now: the executor cores registered at the last batch (a cluster), or local[N]'s N;

@@ -5,7 +5,7 @@ Spark's PythonWorkerFactory stops its pooled, idle Python workers once it has se
 while nothing arrives, so after a silence of more than a minute the next batch starts its Python workers again.
 On this machine that batch took 3.9 s for 3,396 events where the same batch takes about 0.8 s, and the one after
 it, at degree 4, 4.1 s for 6,793 (the three workers it added started in its first stage): Alibaba LoRA, whose
-runs skip 100 s of triggers, stop 56. No controller can size for that — it is neither the load nor the operators
+runs skip 100 s of triggers, on 2026-12-02. No controller can size for that — it is neither the load nor the operators
 — and burst sizing took the cold batch's fixed cost as the next one's.
 
 So while no batch has run for `interval_s`, the driver runs a tiny batch job through the same query (the

@@ -82,7 +82,7 @@ def _seep(mu: float) -> Topology:
 
 # The keyed operator does the expensive work (an emulated 500 us lookup per record; enrich waits 150 us by default):
 # where its keys are skewed, the partition holding the hot keys sets the batch's time, which is what placement
-# controllers act on (issue #24); the other operators keep the default topology's cheap work.
+# controllers act on (controllers/placement); the other operators keep the default topology's cheap work.
 KEYED_HEAVY_TOPOLOGY = Topology(
     operators=tuple(OperatorSpec(op.name, op.kind, op.cpu_us, 500.0 if op.keyed else 0.0)
                     for op in DEFAULT_TOPOLOGY.operators), window_s=DEFAULT_TOPOLOGY.window_s)

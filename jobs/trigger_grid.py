@@ -39,7 +39,7 @@ def seeded_phase_s(seed: int, trigger_s: float) -> float:
 
     Why pinned: where a burst falls against the batches decides much of what any controller can keep. On the
     real-time Google trace the phase alone moved the oracle's attainment between 35.5 % and 75.8 % in the plant, and its
-    Spark runs between 29 % and 70 % (stop 61); with a free phase a configuration was compared with an oracle that
+    Spark runs between 29 % and 70 % (2026-12-03); with a free phase a configuration was compared with an oracle that
     met other batch boundaries, and three seeds' means differed by the luck of the draw. Same seed, same phase:
     every configuration of a suite's seed meets the oracle's boundaries, and successive seeds sample the interval
     evenly instead of by chance."""

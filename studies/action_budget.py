@@ -4,10 +4,10 @@
     python -m studies.action_budget --calibration RUN_ID  # the plant of a calibration (jobs.calibrate)
     python -m studies.action_budget --seeds 1,2,3         # the catalogue's seeds move keys, which the plant ignores
 
-Issue #21 asks two things of DS2 with guards on real bursty load: cost at most 1.6x the oracle's, and at least 50 %
-fewer scaling actions than DS2 without guards. Measured, the guarded DS2 meets the first and takes more actions, not
-fewer (docs/bursty.md). This study asks whether *any* controller could meet both while holding the SLO, by bounding
-from below the cost of every run that changes its degree vector at most k times.
+The bursty suite's goals (docs/bursty.md) ask two things of DS2 with guards on real bursty load: cost at most 1.6x the
+oracle's, and at least 50 % fewer scaling actions than DS2 without guards. Measured, the guarded DS2 meets the first
+and takes more actions, not fewer (docs/bursty.md). This study asks whether *any* controller could meet both while
+holding the SLO, by bounding from below the cost of every run that changes its degree vector at most k times.
 
 The relaxation (each step only makes the bound lower, so the bound is valid for every controller):
 
@@ -21,7 +21,7 @@ The relaxation (each step only makes the bound lower, so the bound is valid for 
 - degrees range over 1..min(slots, max degree): a degree beyond the task slots adds a wave and is never faster.
 
 An exact dynamic programme over (stretches, end batch, cost) then gives, for every k, the least cost at which at
-least a target number of events is on time. The target is the issue's own standard: the oracle's SLO attainment on
+least a target number of events is on time. The target is the goals' own standard: the oracle's SLO attainment on
 the same plant and workload, less 5 points. The same relaxation without a limit on actions is printed as a check:
 it must not exceed the oracle's cost (it is a lower bound on the oracle too).
 
@@ -52,7 +52,7 @@ from studies.guards_simulated import PLANT, run_oracle, run_once
 from workloads import Schedule, WorkloadError, load_workload, parse_workload
 
 SLO_LATENCY_S = 5.0
-SLO_SLACK = 0.05  # the issue's "within 5 points of the oracle's"
+SLO_SLACK = 0.05  # the goals' "within 5 points of the oracle's"
 WORKLOADS = ("bursty-google-tasks", "bursty-alibaba-batch", "bursty-google-tasks-1s")
 MAX_ACTIONS = 8
 # guard settings for an engine where a change restarts the job: fewer actions, paid in held slots

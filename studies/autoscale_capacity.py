@@ -4,18 +4,20 @@ run: is the plant's capacity the job's, or is it the charge that differs?
     python -m studies.autoscale_capacity --run-id RUN                        # the guard study's hand-set plant
     python -m studies.autoscale_capacity --run-id RUN --calibration .local/calibration/oracle.yaml
 
-Why: stop 46 chose AUTOSCALE's thresholds for the champion in the plant, and on Spark they did not transfer (the
-champion took no action on two of three bursty traces); the reading offered then was that the plant's AUTOSCALE does
-not measure the capacity Spark's task times give it. That is testable from the records alone: each AUTOSCALE
-iteration logs, per operator, the capacity it estimated (degree × iteration span ÷ measured service time), the charge
-(forecast arrivals plus the events waiting) and their ratio. This reads them from the Spark run's decisions.jsonl,
-runs the same configuration on the same workload in the plant, and prints (1) per operator and degree the capacity
-per slot per second on both (capacity ÷ (degree × span), the span being the time since the previous iteration), and
-(2) the first iterations side by side. Where (1) agrees and (2) does not, the thresholds did not transfer because the
-charge each iteration sees differs (where a burst falls against the iteration's batches), not the capacity.
+Why: AUTOSCALE's thresholds for the champion were chosen in the plant (studies.autoscale_thresholds, 2026-11-28), and
+on Spark they did not transfer (the champion took no action on two of three bursty traces); the reading offered then
+was that the plant's AUTOSCALE does not measure the capacity Spark's task times give it. That is testable from the
+records alone: each AUTOSCALE iteration logs, per operator, the capacity it estimated (degree × iteration span ÷
+measured service time), the charge (forecast arrivals plus the events waiting) and their ratio. This reads them from
+the Spark run's decisions.jsonl, runs the same configuration on the same workload in the plant, and prints (1) per
+operator and degree the capacity per slot per second on both (capacity ÷ (degree × span), the span being the time
+since the previous iteration), and (2) the first iterations side by side. Where (1) agrees and (2) does not, the
+thresholds did not transfer because the charge each iteration sees differs (where a burst falls against the
+iteration's batches), not the capacity.
 
 The plant replays the run at the run's own trigger phase (where its time 0 fell on Spark's trigger grid, logged as
-param `trigger_phase_s` since stop 49); for an older run each noise seed draws one, as the plant does for any noisy run.
+param `trigger_phase_s`); for a run that did not record it each noise seed draws one, as the plant does for any noisy
+run.
 """
 from __future__ import annotations
 
@@ -155,13 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     params, recorded, records = spark_run(args.run_id, tracking_uri)
     schedule = Schedule(parse_workload(recorded["workload"], source=f"run {args.run_id}"))
     name, seed = schedule.spec.name, schedule.spec.seed
-    # a run records every parameter resolved; one without `guards` ran before AUTOSCALE had the guard layer (stop 57)
+    # a run records every parameter resolved; one without `guards` ran before AUTOSCALE had the guard layer
     settings = {"guards": False, **recorded["controller"]["params"]}
     predictor = None
     if settings.get("predictor") == "registry":
         predictor = load_predictor(tracking_uri, settings.get("predictor_alias", "champion"))
     phase = recorded_trigger_phase(params)
-    plant = replace(plant, trigger_phase_s=phase)  # the run's own (unrecorded before stop 49: one per noise seed)
+    plant = replace(plant, trigger_phase_s=phase)  # the run's own (None when unrecorded: one per noise seed)
     note += (f", the run's trigger phase {phase:.2f} s" if phase is not None else
              ", the trigger phase drawn per noise seed (this run did not record its own)")
     spark = iterations(records, OPS)

@@ -6,12 +6,12 @@ chosen in the noisy plant on the guard study's trace windows, then checked on th
     python -m studies.autoscale_thresholds --calibration .local/calibration/oracle.yaml   # 3 min
     python -m studies.autoscale_thresholds --alias conservative --noise-seeds 3
 
-Why: on Spark (docs/predictors-goals.md, stop 42) AUTOSCALE steered by the champion cost 0.90x the paper's OLS but
-kept the SLO 6.2 points less often. Its decision records showed why: the paper's extrapolated line overshoots on a
-burst's rise and pushes NdA (forecast arrivals / capacity) over θ_max; a forecast closer to what came keeps NdA
+Why: on Spark (docs/predictors-goals.md, runs of 2026-11-28) AUTOSCALE steered by the champion cost 0.90x the paper's
+OLS but kept the SLO 6.2 points less often. Its decision records showed why: the paper's extrapolated line overshoots
+on a burst's rise and pushes NdA (forecast arrivals / capacity) over θ_max; a forecast closer to what came keeps NdA
 inside the band, so AUTOSCALE acts less. θ_min and θ_max were set around the paper's predictor (0.3 / 0.8, the
-project's choice: the paper leaves them open); a predictor that does not overshoot needs its own. This study
-searches them for the predictor under test and reports the paper's OLS at its own thresholds beside it.
+project's choice: the paper leaves them open); a predictor that does not overshoot needs its own. This study searches
+them for the predictor under test and reports the paper's OLS at its own thresholds beside it.
 
 Selection (the project's rule, written before looking at the table): over the *tuning* cases (the guard study's
 Google and Alibaba trace windows and random peaks, seeds 1-3: windows the bursty suite does not replay), the pair
@@ -23,14 +23,13 @@ with the least mean cost ÷ the paper's, among those whose mean SLO attainment i
 Calibrate the plant to the job (`--calibration`, a file or the calibration's MLflow run): AUTOSCALE's classes are
 thresholds on NdA, a ratio to the measured capacity, so a plant whose costs are not the job's moves every operator
 across θ at other loads. Without one the guard study's hand-set plant is used, and said to be. Neither is enough yet
-(docs/predictors-goals.md, stop 46): both chose θ_min 0.1, with which the champion took no action at all on Spark on
-two of three bursty traces; Spark's enrich NdA at the Google trace's first iteration was 0.69 where the hand-set
-plant's was 0.97. Not the capacity (studies.autoscale_capacity, stop 48: the bottleneck's agrees within 8 %) but the
-charge: where a burst falls against an iteration's batches, which the trigger phase decides (different in every
-Spark run; each noisy plant run draws one since stop 49). With phases drawn, the calibrated plant still chooses
-θ_min 0.1 / θ_max 0.8 on the tuning windows, and now predicts that it does not help on the bursty suite's workloads
-(the same −3.1 points as the paper's θ; Google 10×: −13.9). Read this study's choice as a hypothesis for Spark, not
-as a result.
+(docs/predictors-goals.md, 2026-11-28): both chose θ_min 0.1, with which the champion took no action at all on Spark
+on two of three bursty traces; Spark's enrich NdA at the Google trace's first iteration was 0.69 where the hand-set
+plant's was 0.97. Not the capacity (studies.autoscale_capacity, 2026-11-28: the bottleneck's agrees within 8 %) but
+the charge: where a burst falls against an iteration's batches, which the trigger phase decides (different in every
+Spark run; each noisy plant run draws one). With phases drawn, the calibrated plant still chooses θ_min 0.1 / θ_max
+0.8 on the tuning windows, and now predicts that it does not help on the bursty suite's workloads (the same −3.1
+points as the paper's θ; Google 10×: −13.9). Read this study's choice as a hypothesis for Spark, not as a result.
 """
 from __future__ import annotations
 
@@ -52,7 +51,7 @@ CHECK_WORKLOADS = ("bursty-google-tasks", "bursty-alibaba-batch", "bursty-google
 THETA_MIN = (0.05, 0.1, 0.2, 0.3, 0.4)
 THETA_MAX = (0.5, 0.6, 0.7, 0.8)
 PAPER = {"theta_min": 0.3, "theta_max": 0.8}
-# the thresholds are the paper's tables' own: studied without the guard layer (on by default since stop 57), as the
+# the thresholds are the paper's tables' own: studied without the guard layer (on by default), as the
 # bursty predictor suite runs AUTOSCALE
 PUBLISHED = {"guards": False}
 

@@ -2,15 +2,15 @@
 
     python -m studies.conformal_spread        # about 1 min: the models of the held-out fits, then the table
 
-The conservative variant (issue #23: under-predict at most 20 % of windows on a trace it never saw, at most 1.5x the
-champion's error) is a model plus a split-conformal margin. One margin everywhere is too much on calm windows and too
-little on bursty ones; locally weighted conformal (Lei et al., JASA 2018, sec. 5.2) divides the residuals by a
-per-window spread, takes the quantile of those, and multiplies back. This study compares spreads computed from the
-history the controller has, on the project's dataset and its leave-one-trace-out split (each trace's margin from
-the other traces' held-out residuals, as analysis.predictors.evaluation does): none (one offset), the mean absolute
-change of the last 11 scale-free rates (the project's choice, controllers.forecast.local_spread), the standard
-deviation of the last 10 or 30, the mean absolute change of the last 6, and counting noise (1/sqrt of the events
-expected in the next period: not scale-free, so a Spark operator at thousands of records/s would get almost no
+The conservative variant (its goal, docs/predictors-goals.md: under-predict at most 20 % of windows on a trace it
+never saw, at most 1.5x the champion's error) is a model plus a split-conformal margin. One margin everywhere is too
+much on calm windows and too little on bursty ones; locally weighted conformal (Lei et al., JASA 2018, sec. 5.2)
+divides the residuals by a per-window spread, takes the quantile of those, and multiplies back. This study compares
+spreads computed from the history the controller has, on the project's dataset and its leave-one-trace-out split (each
+trace's margin from the other traces' held-out residuals, as analysis.predictors.evaluation does): none (one offset),
+the mean absolute change of the last 11 scale-free rates (the project's choice, controllers.forecast.local_spread),
+the standard deviation of the last 10 or 30, the mean absolute change of the last 6, and counting noise (1/sqrt of the
+events expected in the next period: not scale-free, so a Spark operator at thousands of records/s would get almost no
 margin; shown for comparison only). Bases: the champion's candidate (median gradient boosting) and the 80th-quantile
 one. Skipped, with the reason, when the traces are absent.
 """

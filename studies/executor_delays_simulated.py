@@ -1,5 +1,5 @@
 """What the plant model predicts for the executor-level controllers on the step, by an added executor's provisioning
-delay (issue #25: what a larger cluster would give, docs/multilevel.md).
+delay (what a larger cluster would give, docs/multilevel.md).
 
     python -m studies.executor_delays_simulated [CALIBRATION.yaml]     seconds; no Spark
 

@@ -1,5 +1,5 @@
 """What the runtime guard's settings cost or save offline: the selected load predictor's held-out forecasts replayed
-through the guard with several (window, margin) pairs (issue #23; docs/predictors-goals.md).
+through the guard with several (window, margin) pairs (docs/predictors-goals.md).
 
     python -m studies.guard_settings [--dataset analysis/predictors/dataset.yaml]     under a minute; no Spark
 

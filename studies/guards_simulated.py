@@ -90,7 +90,7 @@ def schedule(workload: str, seed: int) -> Schedule:
 
 # off: the published controller; on without burst sizing: the guards reacting after each batch only; on: the
 # defaults (burst sizing, scale-downs at once); on with the 30 s stabilisation of scale-downs the defaults had until
-# stop 35 (the capacity a burst needed held for 30 s after it)
+# 2026-11-26 (the capacity a burst needed held for 30 s after it)
 GUARD_MODES = (("off", False, {}), ("on, no burst sizing", True, {"burst_sizing": False}), ("on", True, {}),
                ("on, 30 s stabilisation", True, {"stabilisation_s": 30}))
 

@@ -3,13 +3,13 @@
     python -m studies.multilevel_guards            # the markdown table, ~1 min
     python -m studies.multilevel_guards --suite suites/bursty_heldout.yaml   # the held-out traces alone
 
-Why: issue #21 asks for one guard layer shared by every parallelism controller; `multilevel` (the multi-level seed's
-phase C: it moves between the rows of a capacity table, each row degrees and 1-core executors) wore it last, at
-stop 58. It is a cluster controller: its executors come 6.5 s after it asks (the plant's `executor_delay_s`, measured
-on this machine's standalone cluster), so a burst shorter than that is met at the slots already there. With the layer
-each batch start is sized within those slots (burst sizing) and returned after, the row's proposal goes through the
-review, and the slots the plant registers bound the degrees as a cluster's do (the run's slots are unknown before
-it starts: `RunContext.slots` 0).
+Why: the bursty suite's goals (docs/bursty.md) ask for one guard layer shared by every parallelism controller;
+`multilevel` (the multi-level seed's phase C: it moves between the rows of a capacity table, each row degrees and
+1-core executors) wears it too. It is a cluster controller: its executors come 6.5 s after it asks (the plant's
+`executor_delay_s`, measured on this machine's standalone cluster), so a burst shorter than that is met at the slots
+already there. With the layer each batch start is sized within those slots (burst sizing) and returned after, the
+row's proposal goes through the review, and the slots the plant registers bound the degrees as a cluster's do (the
+run's slots are unknown before it starts: `RunContext.slots` 0).
 
 The table is the one the seed's benchmark order gives when each configuration is judged at its capacity in the plant
 without noise (`ladder_table`: partitions before executors, up to 4 executors); the benchmark itself does not

@@ -1,5 +1,5 @@
 """How far the load predictors could go on the shared traces with this horizon and these features, to tell a model
-that does not generalise from a task that does not allow more (issue #23; docs/predictors.md).
+that does not generalise from a task that does not allow more (docs/predictors.md).
 
     python -m studies.predictor_headroom [--dataset analysis/predictors/dataset.yaml]     about 30 s; no Spark
 

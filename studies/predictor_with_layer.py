@@ -4,12 +4,13 @@
     python -m studies.predictor_with_layer [--calibration .local/calibration/oracle.yaml] [--noise-seeds 2]
     python -m studies.predictor_with_layer --suite suites/bursty_heldout.yaml   # traces no setting was chosen on
 
-Why: issue #23's third goal (AUTOSCALE steered by the champion beats AUTOSCALE steered by the paper's OLS on cost at
-equal SLO on the bursty real-trace suite) was measured with the paper's tables alone (`autoscale:guards=false`,
-suites/bursty_predictors.yaml): −6.2 SLO points at 0.90x the cost on Spark, and the calibrated plant predicted the
-miss (−3.1 points, 0.906x). Since stop 57 AUTOSCALE wears the guard layer by default: burst sizing meets at each
-batch start what the iteration's forecast missed, so a forecast that does not overshoot may no longer cost events.
-This study asks the plant the question first, for both readings of AUTOSCALE, at the paper's thresholds (0.3/0.8).
+Why: the predictors' third goal (docs/predictors-goals.md: AUTOSCALE steered by the champion beats AUTOSCALE steered
+by the paper's OLS on cost at equal SLO on the bursty real-trace suite) was measured with the paper's tables alone
+(`autoscale:guards=false`, suites/bursty_predictors.yaml): −6.2 SLO points at 0.90x the cost on Spark, and the
+calibrated plant predicted the miss (−3.1 points, 0.906x). AUTOSCALE now wears the guard layer by default: burst
+sizing meets at each batch start what the iteration's forecast missed, so a forecast that does not overshoot may no
+longer cost events. This study asks the plant the question first, for both readings of AUTOSCALE, at the paper's
+thresholds (0.3/0.8).
 
 Cases: the guard study's Google and Alibaba trace windows and random peaks (seeds 1-3) and the bursty suite's five
 workloads (seed 1), or with `--suite` that suite's workloads alone (seed 1: the held-out traces of

@@ -10,8 +10,8 @@ The page is generated, never typed: a claim's measurement comes from the latest 
 `claim=<id>` (kind=reproduction) in the MLflow store, and is then kept as the claim's record beside the page
 (docs/reproduction/<claim>.json, studies/claim_records.py), so a fresh clone, whose store is empty, still shows what
 was measured, when and where; a claim with neither a suite nor a record says it was not run, and the command that
-runs it. A claim whose controller does not exist yet says which issue brings it. Every suite's parent run records
-the machine it ran on (studies/provenance.py); the page says when and where its figures were measured.
+runs it. A claim whose controller does not exist yet says what would bring it. Every suite's parent run records the
+machine it ran on (studies/provenance.py); the page says when and where its figures were measured.
 """
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ from workloads import load_workload
 CONF_MIN = "static:degree=1"
 CONF_EXPT = "static:degree=1,degrees={enrich: 3}"  # the catalogue's autoscale-paper peak is sized for this
 # AUTOSCALE from each static start (enrich, the topology's expensive operator, plays the paper's "sink"), as
-# published: the guard layer off (on by default since stop 57; the records' runs, labelled "autoscale" before,
-# had none, so they were relabelled)
+# published: the guard layer off (AUTOSCALE's default is on; the records' runs, made before that default and labelled
+# "autoscale", had none, so they were relabelled)
 AUTOSCALE_FROM_MIN = "autoscale:guards=false"
 AUTOSCALE_FROM_EXPT = "autoscale:guards=false,initial_degrees={enrich: 3}"
 CALIBRATED_ORACLE = "oracle"  # replaced by the oracle with freshly calibrated costs when the suite runs
@@ -156,8 +156,8 @@ def _converges_within(step_at_s: float, limit: int) -> Callable[[pd.DataFrame], 
 
 
 def _oracle_bound(runs: pd.DataFrame) -> Measured:
-    """Issue #8: each controller's cost over the oracle's (same workload and seed), and whether the oracle is a bound
-    on Spark: it keeps the SLO and no configuration that also keeps it is cheaper."""
+    """Each controller's cost over the oracle's (same workload and seed), and whether the oracle is a bound on Spark:
+    it keeps the SLO and no configuration that also keeps it is cheaper."""
     finished = runs[runs["status"] == "FINISHED"].assign(
         name=lambda r: r["controller"].where(r["controller"] == "oracle", r["variant"].map(_short)))
     oracle = finished[finished["controller"] == "oracle"]
@@ -189,7 +189,7 @@ CLUSTER_PEERS = ("static:degree=2", PUBLISHED_THRESHOLD, PUBLISHED_DS2, DYNAMIC_
 
 
 def _peers_on_cluster(runs: pd.DataFrame) -> Measured:
-    """Issue #9: Spark's dynamic allocation next to our controllers on the same cluster. The executor-core-seconds
+    """Spark's dynamic allocation next to our controllers on the same cluster. The executor-core-seconds
     are the cores the application held (what a cluster bills); slot-seconds the tasks' degrees (what our
     thread-level controllers save)."""
     finished = runs[runs["status"] == "FINISHED"]
@@ -252,38 +252,38 @@ CLAIMS: tuple[Claim, ...] = (
           "ConfMin congests without recovery; AUTOSCALE from ConfMin keeps latency bounded; from ConfExpt it "
           "allocates nearly 30 % fewer resources at equivalent latency.",
           "autoscale-paper", (AUTOSCALE_FROM_MIN, AUTOSCALE_FROM_EXPT), ("autoscale",),
-          "issue #6 (preventive controller)", _preventive, reuse=(STATIC_BASELINES,)),
-    Claim("autoscale-learned-predictor", "AUTOSCALE with the registry's champion load predictor (issue #6)",
+          "the preventive controller", _preventive, reuse=(STATIC_BASELINES,)),
+    Claim("autoscale-learned-predictor", "AUTOSCALE with the registry's champion load predictor",
           "The same experiment with the best registered regression predictor instead of the paper's.",
           "autoscale-paper", (LEARNED_FROM_MIN, LEARNED_FROM_EXPT), ("autoscale",),
-          "issue #6 (preventive controller)", lambda runs: _preventive(runs, LEARNED_FROM_MIN, LEARNED_FROM_EXPT),
+          "the preventive controller", lambda runs: _preventive(runs, LEARNED_FROM_MIN, LEARNED_FROM_EXPT),
           reuse=(STATIC_BASELINES,), prepare=_champion_predictor),
     Claim("seep-t1-t6", "SEEP scaling policies (Rouaux 2014, §5.2.2-5.2.7 T1-T6, pp. 68-78)",
           "T1: queue passes 300 at about 60 s; the operator scales 1 -> 2 at about 90-92 s; no second action "
-          "(and T2-T6).", "seep-constant", (), ("seep-policy",), "issue #7 (policy language, T1-T6)", None,
+          "(and T2-T6).", "seep-constant", (), ("seep-policy",), "the policy language (T1-T6)", None,
           elsewhere="seep.md"),
     Claim("ds2-three-steps", "DS2 (Kalavri et al., OSDI 2018), the method of Flink's autoscaler",
           "After a step change of load the controller reaches its stable configuration within 3 decisions.",
-          "step", (PUBLISHED_DS2,), ("ds2",), "issue #8 (DS2 and the oracle)", _converges_within(20.0, 3),
+          "step", (PUBLISHED_DS2,), ("ds2",), "DS2 and the oracle", _converges_within(20.0, 3),
           needs_decisions=True),
-    Claim("oracle-bound-step", "Issue #8: DS2 and the oracle lower bound",
+    Claim("oracle-bound-step", "DS2 and the oracle lower bound",
           "How far each controller is from the least cost that keeps the SLO (the oracle knows the schedule and the "
           "calibrated costs).", "step", (CONF_EXPT, PUBLISHED_THRESHOLD, PUBLISHED_DS2, CALIBRATED_ORACLE),
-          ("ds2", "oracle"), "issue #8 (DS2 and the oracle)", _oracle_bound),
-    Claim("oracle-bound-autoscale", "Issue #8: DS2 and the oracle lower bound",
+          ("ds2", "oracle"), "DS2 and the oracle", _oracle_bound),
+    Claim("oracle-bound-autoscale", "DS2 and the oracle lower bound",
           "The same bound on the AUTOSCALE paper's workload, next to the static configurations and AUTOSCALE.",
           "autoscale-paper", (PUBLISHED_THRESHOLD, PUBLISHED_DS2, CALIBRATED_ORACLE), ("ds2", "oracle"),
-          "issue #8 (DS2 and the oracle)", _oracle_bound,
+          "DS2 and the oracle", _oracle_bound,
           reuse=(STATIC_BASELINES, Reuse((AUTOSCALE_FROM_MIN, AUTOSCALE_FROM_EXPT), ("autoscale-preventive",)))),
-    Claim("spark-dynamic-allocation-peer", "Issue #9: Spark's own dynamic allocation (shuffle tracking)",
+    Claim("spark-dynamic-allocation-peer", "Spark's own dynamic allocation (shuffle tracking)",
           "What a Spark user gets today, next to the pipeline's controllers on the same standalone cluster (two "
           "1-core workers): cores held (executor-core-seconds) and tasks run (slot-seconds).",
           "step", (*CLUSTER_PEERS, DYNAMIC_ALLOCATION_DEGREE_2), ("spark-dynamic-allocation",),
-          "issue #9 (executor and host levels)", _peers_on_cluster, cluster_workers=2,
+          "the executor and host levels", _peers_on_cluster, cluster_workers=2,
           reuse=(Reuse(CLUSTER_PEERS, ("spark-dynamic-allocation-peer",)),)),
     Claim("multilevel-containers", "Multi-level elasticity (IEEE TPDS 2019; Persian summary pp. 3-4)",
           "More executors help until their number exceeds the cores; the wrong container level lowers performance.",
-          "step", (), ("multilevel",), "issue #9 (executor and host levels)", None),
+          "step", (), ("multilevel",), "the executor and host levels", None),
     Claim("sousa-migration-limit", "Sousa 2014 (§4.4.1, pp. 48-51)",
           "A migration limit of 1 per round gives similar latency and 3.4 % more processed events than no limit.",
           "sousa-variable", (), ("sousa",), "no issue yet (the latency-variation migration scheduler)", None),

@@ -94,7 +94,7 @@ def thesis_rows() -> list[str]:
 
 
 def thesis_variant(policy: str) -> str:
-    """The thesis' policy alone: without the guard layer the run-time guards add (on by default since stop 58)."""
+    """The thesis' policy alone: without the guard layer the run-time guards add (on by default)."""
     return f"seep-policy:guards=false,policy={policy}"
 
 
@@ -151,7 +151,7 @@ def spark_timelines(tracking_uri: str, experiment: str) -> tuple[str | None, lis
     out = []
     with tempfile.TemporaryDirectory() as scratch:
         for policy in T5_POLICIES:
-            # a run from before the guard layer (stop 58) was labelled without `guards=false`: the same configuration
+            # a run from before the guard layer was labelled without `guards=false`: the same configuration
             rows = runs[runs["variant"].isin([thesis_variant(policy), f"seep-policy:policy={policy}"])
                         & (runs["status"] == "FINISHED")]
             if rows.empty:

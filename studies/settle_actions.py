@@ -5,33 +5,33 @@ plant, over every bursty workload the project has (no Spark).
     python -m studies.settle_actions --noise-seeds 5
     python -m studies.settle_actions --suite suites/bursty_heldout.yaml   # the held-out traces alone
 
-Why: issue #21 asks DS2 with guards for at most 1.6x the oracle's cost *and* at least 50 % fewer scaling actions than
-DS2 without guards. The default guards meet bursts with a raise and a return (two actions per burst) and take more
-actions than the published DS2; the action budget (studies.action_budget) showed that a static vector would meet
-both at 1.3-1.6x. `settle` (controllers/settle.py) learns such a vector online: it holds the least vector that,
-replayed over the arrivals it has seen, keeps settle_target of them within the SLO, and changes it only when the
-held one would not have, or after a lower one has sufficed for settle_down_s.
+Why: the bursty suite's goals (docs/bursty.md) ask DS2 with guards for at most 1.6x the oracle's cost *and* at least
+50 % fewer scaling actions than DS2 without guards. The default guards meet bursts with a raise and a return (two
+actions per burst) and take more actions than the published DS2; the action budget (studies.action_budget) showed that
+a static vector would meet both at 1.3-1.6x. `settle` (controllers/settle.py) learns such a vector online: it holds
+the least vector that, replayed over the arrivals it has seen, keeps settle_target of them within the SLO, and changes
+it only when the held one would not have, or after a lower one has sufficed for settle_down_s.
 
 Cases: the guard study's trace windows (three Google, three Alibaba) and random-peak profiles (studies.
 guards_simulated), the bursty suite's five workloads and the nightly suite's two (each at seed 1), skipped with the
-reason where ../shared/traces is absent; the study's plant with noise (studies.burst_wait_budget.NOISY); the oracle
-on the same noisy run; the controllers get the plant's own costs as their calibration (`calibrated_start`), as the
+reason where ../shared/traces is absent; the study's plant with noise (studies.burst_wait_budget.NOISY); the oracle on
+the same noisy run; the controllers get the plant's own costs as their calibration (`calibrated_start`), as the
 suite's Spark runs get the calibration the oracle needs. Per case and configuration: mean actions, SLO attainment,
 cost ÷ the oracle's, and whether the three tests hold: actions <= half the published DS2's (or none), cost <= 1.6x,
 SLO within 5 points of the oracle's. The fifth column sizes settle's raises for the burst still arriving
-(`settle_rate_sizing`, off by default: here it takes more actions than it saves, 34.5 against 31.5 over the 16
-cases, while on Spark it halved the Alibaba trace's; docs/bursty.md, stop 64). The sixth and seventh cut a
+(`settle_rate_sizing`, off by default: here it takes more actions than it saves, 34.5 against 31.5 over the 16 cases,
+while on Spark it halved the Alibaba trace's; docs/bursty.md, runs of 2026-12-04). The sixth and seventh cut a
 batch-start raise to what a vector held through the same arrivals needs where the rest saves less than the error
-budget (`settle_rescue_kept`, off by default, stop 66): here it changes rate-sized settle on one case of 16 by a
-tenth of a point (the plant's first batch is not slow, so its rescues are rare). The eighth reads rate sizing's
-rate over the last 0.5 s (`settle_rate_window_s`, off by default): 12 cases meet the actions test against 11, the
-other counts as without it. On Spark neither closed the real-time Google trace's gap (docs/bursty.md, stop 66).
-The last two raise only operators whose stage is a fifth of the stage time or more (`settle_stage_share`, off by
-default, stop 67): here cost is met on 14 cases against 11-12 and the SLO test on 12 against 14 (the Google 10×
-windows lose 9-10 points: with `enrich` at the slot bound, the plant's short stages decide those bursts); on Spark
-it met both DS2 goals on all five bursty traces (docs/bursty.md, stop 67). The defaults of `settle` were chosen on
-these cases (settle_target 0.99 / 0.995 / 0.999, settle_down_s 0 / 60, settle_memory_s 120 / 300 were compared
-here): they are not a held-out result, the Spark runs of the bursty suite are (docs/bursty.md).
+budget (`settle_rescue_kept`, off by default): here it changes rate-sized settle on one case of 16 by a tenth of a
+point (the plant's first batch is not slow, so its rescues are rare). The eighth reads rate sizing's rate over the
+last 0.5 s (`settle_rate_window_s`, off by default): 12 cases meet the actions test against 11, the other counts as
+without it. On Spark neither closed the real-time Google trace's gap (docs/bursty.md, runs of 2026-12-04). The last
+two raise only operators whose stage is a fifth of the stage time or more (`settle_stage_share`, off by default): here
+cost is met on 14 cases against 11-12 and the SLO test on 12 against 14 (the Google 10× windows lose 9-10 points: with
+`enrich` at the slot bound, the plant's short stages decide those bursts); on Spark it met both DS2 goals on all five
+bursty traces (docs/bursty.md, runs of 2026-12-05). The defaults of `settle` were chosen on these cases (settle_target
+0.99 / 0.995 / 0.999, settle_down_s 0 / 60, settle_memory_s 120 / 300 were compared here): they are not a held-out
+result, the Spark runs of the bursty suite are (docs/bursty.md).
 """
 from __future__ import annotations
 

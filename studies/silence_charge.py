@@ -2,13 +2,13 @@
 
     python -m studies.silence_charge --parent-run-id ID [--parent-run-id ID ...] [--exclude-run-id ID ...]
 
-Why: until stop 54 a run was charged from one batch's start to the next's at the degrees the first batch ran with, so
-the triggers Spark skips for want of data were billed at the vector of the batch before the silence, although the
-controller had decided another one as that batch ended. Since stop 54 (jobs/recording/summary.py:
-charged_slot_seconds) they are billed at the vector decided after it. A run's batch table holds both vectors and the
-idle time (`idle_after_s`), so the same runs give both figures side by side: per run, the seconds Spark skipped, the
-cost charged now, the cost as it was charged before, and their ratio; then per workload and configuration the mean
-ratio of each to the oracle's run on the same seed, under each charge.
+Why: until 2026-11-29 a run was charged from one batch's start to the next's at the degrees the first batch ran with,
+so the triggers Spark skips for want of data were billed at the vector of the batch before the silence, although the
+controller had decided another one as that batch ended. Since then (jobs/recording/summary.py: charged_slot_seconds)
+they are billed at the vector decided after it. A run's batch table holds both vectors and the idle time
+(`idle_after_s`), so the same runs give both figures side by side: per run, the seconds Spark skipped, the cost
+charged now, the cost as it was charged before, and their ratio; then per workload and configuration the mean ratio of
+each to the oracle's run on the same seed, under each charge.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from jobs.recording.summary import charged_slot_seconds
 
 
 def both_charges(batches: pd.DataFrame, operators: list[str]) -> tuple[float, float, float]:
-    """(seconds Spark skipped, the cost charged now, the cost as it was charged before stop 54)."""
+    """(seconds Spark skipped, the cost charged now, the cost as it was charged before 2026-11-29)."""
     ran = batches[[f"degree_{op}" for op in operators]].sum(axis=1)
     return (float(batches["idle_after_s"].sum()), charged_slot_seconds(batches, operators),
             float((ran * batches["interval_in_force_s"]).sum()))

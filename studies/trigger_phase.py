@@ -5,9 +5,10 @@
 
 Why: Spark fires a query's triggers at wall-clock multiples of the interval, so where a run's time 0 falls between
 them (its trigger phase, jobs.trigger_grid) decides which batch reads each burst. On the bursty suite's real-time
-Google trace the oracle's Spark runs kept 29-70 % of the events on time (stop 61) with nothing changed but the run.
-Until stop 62 the phase was wherever start-up ended, different in every run; a configuration was judged against an
-oracle that had met other batch boundaries. Since then a run's phase comes from its seed (`--trigger-phase seeded`).
+Google trace the oracle's Spark runs of 2026-12-03 kept 29-70 % of the events on time with nothing changed but the
+run. Left free (`--trigger-phase free`), the phase is wherever start-up ends, different in every run, and a
+configuration is judged against an oracle that met other batch boundaries. So a run's phase comes from its seed by
+default (`--trigger-phase seeded`).
 
 Per workload, the study's noisy plant (studies.burst_wait_budget.NOISY, one noise draw) at evenly spaced phases:
 each configuration's SLO attainment per phase; then, over the phases, the spread of a configuration's attainment

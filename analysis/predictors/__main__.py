@@ -109,7 +109,7 @@ def report_page(work: Path, result: dict, decision: dict, args) -> str:
         f"large one); `{result['conformal']}`, the one that costs least accuracy, is "
         "registered under the alias `conservative`.\n\n"
         f"Champion decision: {decision['verdict']}\n\n"
-        "## Goals (issue #23)\n\n" + goals_markdown(result) + "\nHow far this horizon and these features can go, "
+        "## Goals\n\n" + goals_markdown(result) + "\nHow far this horizon and these features can go, "
         "and whether the champion pays on Spark (AUTOSCALE on the bursty real traces): "
         "[predictors-goals.md](predictors-goals.md).\n\n## Table\n\n" + evaluation_markdown(result))
 

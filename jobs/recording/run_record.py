@@ -116,7 +116,7 @@ def recorded_configuration(client, run_id: str, *names: str) -> dict[str, Any]:
 
 def recorded_trigger_phase(params: Mapping[str, str]) -> float | None:
     """The run's trigger phase (jobs.trigger_grid.trigger_phase_s) from its params; None for a run recorded before it
-    was logged (stop 49)."""
+    was logged (before 2026-11-28)."""
     value = params.get("trigger_phase_s")
     return None if value is None else float(value)
 

@@ -137,7 +137,7 @@ def test_the_bursty_suite_in_the_repository_is_valid():
     # every controller that wears the guard layer on local Spark, with it and as published
     assert {f"{name}{suffix}" for name in ("ds2", "threshold", "autoscale", "seep-detector", "seep-policy")
             for suffix in ("", ":guards=false")} <= set(request.variants)
-    # the predictor goal's suite (issue #23) replays the same workloads, without the oracle, at the same SLO
+    # the load predictors' suite replays the same workloads, without the oracle, at the same SLO
     predictors = SuiteRequest.from_file(REPO_ROOT / "suites" / "bursty_predictors.yaml")
     assert predictors.workloads == request.workloads and not predictors.include_oracle
     assert set(predictors.variants) == {  # both readings of AUTOSCALE: the paper's tables alone, and the guard layer

@@ -119,7 +119,7 @@ def test_a_bad_record_is_refused_naming_the_file_and_line(tmp_path, capsys):
 
 
 def test_where_runs_met_the_oracles_trigger_phase_the_attainment_test_reads_the_paired_difference(tmp_path):
-    """Runs since stop 62 carry their seed's trigger phase: a configuration is judged against the oracle run at the
+    """Runs at seeded trigger phases carry their seed's phase: a configuration is judged against the oracle run at the
     same phase. Free-phase runs (no phase recorded) are compared as before, by the means over every seed."""
     from analysis.run_records import RECORD_COLUMNS
 
@@ -162,8 +162,7 @@ def test_where_runs_met_the_oracles_trigger_phase_the_attainment_test_reads_the_
 
 def test_the_before_after_tables_in_the_readme_and_the_docs_are_the_read_out_of_the_record(tmp_path):
     """README and docs/bursty.md quote the before/after table the read-out prints over docs/bursty/runs.csv: each
-    must hold it line for line, so a record that grows without the docs following fails here (until stop 62 they
-    were copied by hand, and nothing checked them)."""
+    must hold it line for line, so a record that grows without the docs following fails here."""
     import shutil
     from pathlib import Path
 

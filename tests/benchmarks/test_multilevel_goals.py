@@ -1,4 +1,4 @@
-"""The cluster suite's goals read-out (issue #25), on fabricated runs with known answers (MLflow store, no Spark)."""
+"""The cluster suite's goals read-out, on fabricated runs with known answers (MLflow store, no Spark)."""
 from benchmarks.multilevel_goals import goals
 from tests.benchmarks.suite_runs import fabricated_suite
 

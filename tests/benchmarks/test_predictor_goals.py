@@ -1,4 +1,4 @@
-"""The AUTOSCALE predictor goal's read-out (issue #23), on fabricated runs with known answers (MLflow store, no
+"""The AUTOSCALE predictor goal's read-out, on fabricated runs with known answers (MLflow store, no
 Spark)."""
 from benchmarks.predictor_goals import CHAMPION, PAPER, goals
 from tests.benchmarks.suite_runs import fabricated_suite

@@ -13,7 +13,7 @@ from controllers.forecast import (WARMUP, LastValuePredictor, LearnedPredictor, 
 from simulator.plant import chain, simulate
 
 OPS = ("parse", "enrich", "aggregate", "sink")
-# the paper exactly: the guard layer off (it is on by default since stop 57; tests/controllers/test_guard_layer.py)
+# the paper exactly: the guard layer off (it is on by default; tests/controllers/test_guard_layer.py)
 PAPER = {"guards": False}
 
 

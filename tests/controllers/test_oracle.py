@@ -111,7 +111,7 @@ def test_after_an_idle_stretch_the_oracle_sizes_the_batch_that_starts_with_the_b
     """Spark runs no batch while nothing arrives, so the batch after an idle stretch starts when a burst does, not at
     the trigger the decision after the last batch planned for (which read nothing: degree 1 everywhere). The
     oracle plans again as that batch starts, and keeps every event within the SLO where planning after batches
-    alone (the oracle before stop 53) meets the burst at degree 1."""
+    alone meets the burst at degree 1."""
     from workloads import Schedule
     from workloads.spec import parse_workload
 

@@ -1,4 +1,4 @@
-"""Placement controllers (issue #24): the seeds' worked numbers, and the decisions on small key-group tables."""
+"""Placement controllers: the seeds' worked numbers, and the decisions on small key-group tables."""
 import pytest
 
 from controllers.placement import PlacementSnapshot, build_placement

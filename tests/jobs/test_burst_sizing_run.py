@@ -41,8 +41,8 @@ def run_spikes(param, experiment, tracking_uri, mlflow_client, tmp_path, **sched
 
 def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_uri, mlflow_client, tmp_path):
     # four spikes 12 s apart: a spike that arrives while a batch runs is met by the review after it, which may raise
-    # every operator to the slot bound and hold it there through spikes that follow closely (a CI run at stop 51: the
-    # first spike mid-batch, the next two read at the bound, no burst sizing left to do); 12 s lets it come back
+    # every operator to the slot bound and hold it there through spikes that follow closely (in one CI run: the first
+    # spike mid-batch, the next two read at the bound, no burst sizing left to do); 12 s lets it come back
     run, m, decisions = run_spikes("guards=true", "it-burst", tracking_uri, mlflow_client, tmp_path,
                                    at=(10, 22, 34, 46), duration_s=52)
     bursts = [d for d in decisions if d["reason"].startswith("at batch start: burst") and d["changed"]]
@@ -62,7 +62,7 @@ def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_ur
     # what Spark ran: the raised operators' stages had the raised task counts, in the batch that read the burst
     assert all(reading[f"tasks_{op}"] == p for op, p in raised.items()), (raised, reading.to_dict())
     # and it read the burst it was sized for: counted at the batch's trigger, as the source planned it (not when the
-    # batch function began, a planning delay later, when a spike's next events were already due: stop 49)
+    # batch function began, a planning delay later, when a spike's next events were already due)
     assert reading["records_read"] >= 5000
     assert abs(reading["records_read"] - details["guard.burst_pending"]) <= 0.05 * reading["records_read"], details
     ledger = pd.read_csv(download_artifacts(run_id=run.info.run_id, artifact_path="ledger.csv",
@@ -72,7 +72,7 @@ def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_ur
     assert row["predicted_records"] == details["guard.burst_pending"] and row["realised_batch_s"] > 0
 
 
-# timing: settle sizes on the per-batch costs it measures; beside another Spark run (CI at stop 61) it measured a
+# timing: settle sizes on the per-batch costs it measures; beside another Spark run (CI, 2026-12-03) it measured a
 # fixed cost of 2.40 s a batch, more than the trigger's target share, and rightly raised nothing
 @pytest.mark.timing
 def test_settled_the_job_holds_one_vector_for_the_spikes_from_the_arrival_profile(tracking_uri, mlflow_client,
@@ -80,10 +80,10 @@ def test_settled_the_job_holds_one_vector_for_the_spikes_from_the_arrival_profil
     """The guards' settle mode on Spark: the job gives the arrival profile with every batch and at every batch
     start, the guards replay it, and the three spikes are met by a held vector, raised at most once per spike and
     not returned, instead of a raise and a return each. Whether the first raise already covers the later spikes
-    depends on where they fall against the batches (the trigger phase): 1-2 raises in earlier runs, 3 in one of
-    stop 49's (the third a one-slot top-up of aggregate). Since stop 63 a raise may be trimmed once, right after
-    its batch, never below the vector before it, and a trimmed vector raised again ends the trims: at most one trim
-    a run (stop 63's first make test: 1, 1, 1, 1 raised to 4, 4, 3, 1 for the first spike, trimmed to 2, 4, 1, 1)."""
+    depends on where they fall against the batches (the trigger phase): 1-2 raises in most runs, 3 in one on
+    2026-11-28 (the third a one-slot top-up of aggregate). A raise may be trimmed once, right after its batch,
+    never below the vector before it, and a trimmed vector raised again ends the trims: at most one trim a run
+    (one run on 2026-12-04: 1, 1, 1, 1 raised to 4, 4, 3, 1 for the first spike, trimmed to 2, 4, 1, 1)."""
     run, m, decisions = run_spikes("settle=true", "it-settle", tracking_uri, mlflow_client, tmp_path)
     changes = [d for d in decisions if d["changed"]]
     assert changes and all("settle" in d["reason"] for d in changes), [d["reason"] for d in decisions]

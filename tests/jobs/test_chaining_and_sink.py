@@ -1,5 +1,5 @@
 """Operator chaining (jobs.operators.chains) and the driver-side exactly-once sink (jobs.sink), the two cuts of the
-per-batch overhead (issue #20): chaining changes which stage an operator runs in, never its degree, its result or
+per-batch overhead: chaining changes which stage an operator runs in, never its degree, its result or
 its own metrics; the sink commits a batch's folder whole or not at all, and a replayed batch replaces its folder."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A scaling policy from a file steering the job on real Spark: the thesis' T5 rule scales the mu = 10 operator
 out during the first peak, and the run records the policy as written and as understood. The thesis' policy alone
 (`guards=false`): with the run-time guard layer (on by default) its review gave the scaled-out tasks back once the
-batches no longer needed them (a second change, 3 -> 1, in the clean-clone CI of stop 58), which the thesis' engine
+batches no longer needed them (a second change, 3 -> 1, in a clean-clone CI run on 2026-12-02), which the thesis' engine
 never does."""
 import pytest
 import json

@@ -134,7 +134,7 @@ def test_a_policy_is_parsed_or_rejected_in_one_line(text):
 
 
 def test_a_log_rate_spread_past_the_bound_is_refused_before_any_event_is_drawn():
-    """The fuzzer's find (stop 62): google_like with sigma_log 165 drew rates whose events filled 23 GB."""
+    """Why the bound: google_like with sigma_log 165 drew rates whose events filled 23 GB (fuzzed, 2026-12-03)."""
     from workloads import WorkloadError, parse_workload
 
     with pytest.raises(WorkloadError, match="sigma_log.*must be <= 5.0"):
