@@ -1,5 +1,6 @@
 """The tree states what is true and why; how it was reached is git history's and CHANGELOG.md's. A line that names an
-internal development session ("stop 42") or an issue number ("issue #21") fails here, with its file and line."""
+internal development session (the word stop and its number) or an issue by its number fails here, with its file and
+line."""
 import re
 import subprocess
 from pathlib import Path
