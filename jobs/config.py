@@ -57,6 +57,8 @@ class RunConfig:
     # what the run computes: None for the benchmark topology above, else MODULE:FUNCTION returning a queries.api.Query
     # (a user's own query, or nexmark:qN)
     query: str | None = None
+    # or a native Structured Streaming query, MODULE:FUNCTION (jobs.native): its partitions steered by restart
+    spark_query: str | None = None
     # operators at the same degree with no shuffle between them share a stage (jobs.operators.chains)
     chain_operators: bool = True
     tracking_uri: str | None = None
@@ -92,6 +94,7 @@ class RunConfig:
     job_query: Query | None = None  # the operators the run executes: the topology's, or the --query's
     capacity_table: Any = None  # the multi-level controller's table, resolved in validate()
     query_module: Any = None  # a user's module, shipped to Spark's Python workers by value
+    native_query: Any = None  # the loaded --spark-query (jobs.native.query.NativeQuery)
     predictor: Any = None  # a LoadedPredictor when the controller asks for a registered one
     # the calibrated costs (jobs.cost_prior) when this machine's calibration is of this master and topology
     cost_prior: Any = None
@@ -159,13 +162,17 @@ class RunConfig:
     def workload_label(self) -> str:
         """What runs are compared within: the workload, and the query when it is not the benchmark topology (the
         same controller on the same load is another case for another query)."""
-        return self.spec.name if self.query is None else query_workload_label(self.spec.name, self.query)
+        query = self.query or self.spark_query
+        return self.spec.name if query is None else query_workload_label(self.spec.name, query)
 
     def _load_query(self) -> None:
         """The operators this run executes: the benchmark topology's, or a --query's (imported and checked here,
         before Spark starts)."""
         from jobs.operators import topology_query
 
+        if self.spark_query is not None:
+            self._load_native_query()
+            return
         if self.query is None:
             self.job_query = topology_query(self.topo)
             return
@@ -179,6 +186,25 @@ class RunConfig:
             self.job_query, self.query_module = load_query(self.query)
         except QueryError as exc:
             raise InputError(str(exc)) from None
+
+    def _load_native_query(self) -> None:
+        """A --spark-query: its function imported and checked for shape here; what it builds is checked once
+        Spark can (jobs.native.run), still before the stream starts. Controllers see it as one operator."""
+        from jobs.native.query import NativeQueryError, load_native_query
+        from jobs.native.run import NATIVE_OPERATOR
+        from queries.api import Operator
+
+        for flag_name, given in (("--query", self.query), ("--topology", self.topology not in (None, "default")),
+                                 ("--placement", self.placement)):
+            if given:
+                raise InputError(f"--spark-query {self.spark_query} runs your own Structured Streaming query; it "
+                                 f"cannot be combined with {flag_name}")
+        try:
+            self.native_query = load_native_query(self.spark_query)
+        except NativeQueryError as exc:
+            raise InputError(str(exc)) from None
+        self.query_module = self.native_query.module
+        self.job_query = Query(self.native_query.name, (Operator(NATIVE_OPERATOR, None, ""),))
 
     def _check_run_settings(self) -> None:
         """Each run setting against its one declaration (params.run), named by its flag."""

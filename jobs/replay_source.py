@@ -23,6 +23,8 @@ Options (all strings, as Spark passes them):
                 source reports no data. This keeps query start-up (seconds) out of the measured latencies.
   planned_file  optional: a JSON file the source replaces with its answer to every trigger that plans a batch (the
                 batch's end offset), so the batch function knows what its batch reads before it runs
+  hold_file     optional: while this file exists the source serves nothing new, so the query comes to rest at a
+                batch boundary (a native query's rescale by restart holds it: jobs.native.rescale)
   partitions    number of read tasks per micro-batch (default 2)
   max_events_per_batch  optional admission cap (default: none, read everything due)
   first, stop   batch reads only: the range of event indices to read (default: the whole schedule)
@@ -30,6 +32,7 @@ Options (all strings, as Spark passes them):
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 
@@ -122,6 +125,7 @@ class ReplayStreamReader(_ScheduleFromOptions, DataSourceStreamReader):
         if self.anchor_us is None and not self.anchor_file:
             raise ValueError("the replay source needs option 'anchor_us' or 'anchor_file'")
         self.planned_file = options.get("planned_file")
+        self.hold_file = options.get("hold_file")
         self.partitions_per_batch = max(1, int(options.get("partitions", "2")))
         cap = options.get("max_events_per_batch")
         self.max_events_per_batch = int(cap) if cap else None
@@ -145,7 +149,7 @@ class ReplayStreamReader(_ScheduleFromOptions, DataSourceStreamReader):
 
     def latestOffset(self, start: dict, limit) -> dict:
         anchor = self._anchor(start)
-        if anchor is None:
+        if anchor is None or (self.hold_file and os.path.exists(self.hold_file)):
             return start
         due = self.schedule.count_due(time.time_ns() // 1000 - anchor)
         begin = int(start[OFFSET_KEY])

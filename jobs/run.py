@@ -44,6 +44,7 @@ examples:
   python -m jobs.run --policy my_policy.yaml --workload seep-periodic --topology seep-mu10
   python -m jobs.run --controller ds2 --workload step --query nexmark:q5      # a Nexmark query
   python -m jobs.run --controller threshold --workload step --query my_query.py:build   # your own query
+  python -m jobs.run --controller scripted --param changes='{{5: {{query: 4}}}}' --spark-query native:windowed_count
 """
 
 
@@ -85,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run this query instead of the benchmark topology: a function returning a queries.api.Query "
                         "(my_query:build, path/to/my_query.py:build) or a Nexmark query (nexmark:q0 ... nexmark:q8; "
                         "README 'Your own query')")
+    w.add_argument("--spark-query", metavar="MODULE:FUNCTION",
+                   help="run your own Structured Streaming query: a function given the replayed events as a "
+                        "streaming DataFrame, returning the DataFrame (or DataFrame, output mode); its state stays in "
+                        "Spark's state store and the controller changes its partitions by restart "
+                        "(native:windowed_count, native:q5, native:q7, native:q8; README 'Your own Spark job')")
     s = p.add_argument_group("service level and Spark")
     for name in ("slo_latency_s", "slo_target"):
         _setting(s, name)
@@ -219,6 +225,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         master=args.master or (None if _under_spark_submit() else "local[4]"), trigger_s=args.trigger_s,
         max_degree=args.max_degree, source_partitions=args.source_partitions,
         max_events_per_batch=args.max_events_per_batch, topology=args.topology, query=args.query,
+        spark_query=args.spark_query,
         chain_operators=args.chain_operators,
         tracking_uri=args.tracking_uri, experiment=args.experiment, run_name=args.run_name,
         parent_run_id=args.parent_run_id, tags={**tags, **_pairs(args.tag, "--tag")}, output_dir=args.output_dir,
@@ -258,12 +265,22 @@ def main(argv: list[str] | None = None) -> int:
     noise = DaemonNoiseFilter()
     noise.start()  # before Spark starts: its JVM and Python workers inherit the filtered stderr
     try:
-        summary = run_experiment(config, log=lambda line: print(line, flush=True))
+        if config.native_query is not None:
+            from jobs.native.run import run_native
+
+            summary = run_native(config, log=lambda line: print(line, flush=True))
+        else:
+            summary = run_experiment(config, log=lambda line: print(line, flush=True))
     except KeyboardInterrupt as exc:  # a stop signal (jobs.stopping) or Ctrl-C before the stream ran
         print(f"{str(exc) or 'interrupted'}: the MLflow run is marked FAILED", file=sys.stderr)
         return 1
     except Exception as exc:
         from jobs.experiment import failure_reason, is_infrastructure_failure
+        from jobs.native.query import NativeQueryError
+
+        if isinstance(exc, NativeQueryError):  # found by Spark's analysis as the query started: bad input
+            print(f"error: {exc}; the MLflow run is marked FAILED", file=sys.stderr)
+            return 2
 
         infrastructure = is_infrastructure_failure(exc)
         recorded = getattr(exc, "failure_line", None)  # set once the MLflow run was marked FAILED with it

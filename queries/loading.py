@@ -22,7 +22,7 @@ def load_query(ref: str) -> tuple[Query, ModuleType]:
     if not sep or not module_name or not function:
         raise QueryError(f"--query {ref!r}: expected MODULE:FUNCTION (e.g. my_query:build, path/to/my_query.py:build "
                          "or nexmark:q3)")
-    module = _import(SHORTHANDS.get(module_name, module_name), ref)
+    module = import_reference(SHORTHANDS.get(module_name, module_name), ref)
     listed = getattr(module, "QUERIES", None)  # a module of several queries (queries.nexmark) lists them
     build = getattr(module, function, None) or (listed or {}).get(function)
     if build is None:
@@ -40,11 +40,12 @@ def load_query(ref: str) -> tuple[Query, ModuleType]:
     return check_query(query, f"--query {ref}"), module
 
 
-def _import(name: str, ref: str) -> ModuleType:
+def import_reference(name: str, ref: str, flag: str = "--query") -> ModuleType:
+    """The module of a MODULE:FUNCTION reference: a dotted name on the Python path or a .py file's path."""
     if name.endswith(".py"):
         path = Path(name)
         if not path.is_file():
-            raise QueryError(f"--query {ref!r}: no file {path}")
+            raise QueryError(f"{flag} {ref!r}: no file {path}")
         name = f"{USER_MODULE_PREFIX}{path.stem}"  # never shadows an installed module (json.py, queries.py)
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
@@ -53,17 +54,17 @@ def _import(name: str, ref: str) -> ModuleType:
             spec.loader.exec_module(module)
         except Exception as exc:
             sys.modules.pop(name, None)
-            raise QueryError(f"--query {ref!r}: {path} cannot be imported: {_where(exc)}") from None
+            raise QueryError(f"{flag} {ref!r}: {path} cannot be imported: {_where(exc)}") from None
         return module
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name and name.startswith(exc.name):
-            raise QueryError(f"--query {ref!r}: no module named {name!r} on the Python path (run from the folder "
+            raise QueryError(f"{flag} {ref!r}: no module named {name!r} on the Python path (run from the folder "
                              "that holds it, or give the .py file's path)") from None
-        raise QueryError(f"--query {ref!r}: module {name!r} cannot be imported: {_where(exc)}") from None
+        raise QueryError(f"{flag} {ref!r}: module {name!r} cannot be imported: {_where(exc)}") from None
     except Exception as exc:
-        raise QueryError(f"--query {ref!r}: module {name!r} cannot be imported: {_where(exc)}") from None
+        raise QueryError(f"{flag} {ref!r}: module {name!r} cannot be imported: {_where(exc)}") from None
 
 
 def _where(exc: BaseException) -> str:

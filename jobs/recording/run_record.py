@@ -50,6 +50,7 @@ def open_run(config: RunConfig, controller: Controller, log: Callable[[str], Non
         tracking_uri, config.experiment, run_name,
         tags={"controller": config.controller, "workload": config.workload_label(), "seed": str(spec.seed),
               **({"query": config.query} if config.query else {}),
+              **({"spark_query": config.spark_query} if config.spark_query else {}),
               "config": controllers.config_label(config.controller, config.controller_params) + placed,
               "config_id": controllers.config_id(config.controller, config.controller_params) + placed,
               **({"placement": config.placement_label()} if config.placement else {}), **predictor_tags,

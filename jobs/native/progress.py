@@ -1,0 +1,44 @@
+"""Spark's own account of each batch of a native query (StreamingQueryListener): durations, the state each
+stateful operator holds (rows, memory) and the watermark, keyed by batch id."""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+
+class StateProgress(StreamingQueryListener):
+    def __init__(self):
+        self._rows: dict[int, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        p = event.progress
+        row: dict[str, Any] = {f"{k}_ms": float(v) for k, v in (p.durationMs or {}).items()}
+        operators = list(p.stateOperators or [])
+        row["rows_total"] = float(sum(op.numRowsTotal for op in operators))
+        row["memory_mb"] = sum(op.memoryUsedBytes for op in operators) / 2**20
+        row["rows_dropped_by_watermark"] = float(sum(op.numRowsDroppedByWatermark for op in operators))
+        watermark = (p.eventTime or {}).get("watermark")
+        if watermark:
+            row["watermark"] = watermark
+        with self._lock:
+            self._rows[int(p.batchId)] = row
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        pass
+
+    def get(self, batch_id: int) -> dict[str, Any] | None:
+        with self._lock:
+            return self._rows.get(batch_id)
+
+    def all(self) -> dict[int, dict[str, Any]]:
+        with self._lock:
+            return dict(self._rows)
