@@ -307,9 +307,9 @@ def tier_cases(tier: str) -> list[tuple[str, Callable[[Path], Outcome]]]:
     if tier in ("cheap", "all"):
         found += cases()
     if tier in ("streaming", "all"):
-        from benchmarks import faults_streaming
+        from benchmarks import faults_streaming, native_rescale_faults
 
-        found += faults_streaming.cases()
+        found += faults_streaming.cases() + native_rescale_faults.cases()
     return found
 
 
@@ -362,7 +362,10 @@ def page(outcomes: list[Outcome], machine: str) -> str:
              "- a full disk: one line naming the folder, run FAILED, nothing promoted;",
              "- a run never resumes another run's checkpoint; an output folder that is not a run's is refused "
              "(exit 2), never deleted;",
-             "- two promotions at once leave one champion and no lock.", "",
+             "- two promotions at once leave one champion and no lock;",
+             "- a native query's rescale by restart cut short (the driver killed between stop and start or inside "
+             "the repartition, or the repartition failing twice) leaves a checkpoint that a retry resumes, its output "
+             "equal to the reference with nothing lost or duplicated (benchmarks/native_rescale_faults.py).", "",
              "| case | promise | holds | exit | lines | the line the user sees | MLflow runs | s |",
              "|---|---|---|---|---|---|---|---|"]
     for o in outcomes:

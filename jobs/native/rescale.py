@@ -22,6 +22,7 @@ from typing import Callable
 from jobs.native import checkpoint as ck
 
 STOP_ATTEMPTS = 3
+REPARTITION_ATTEMPTS = 2  # a repartition that raised is retried once (Spark's own advice), then the rescale fails
 REST_TIMEOUT_S = 120.0  # how long a held query may take to finish its batch in flight
 FIRST_BATCH_TIMEOUT_S = 300.0
 
@@ -43,6 +44,7 @@ class Restart:
     start_s: float = 0.0  # start() until the query was active
     first_batch_s: float = 0.0  # active until its first batch committed
     stop_attempts: int = 1
+    repartition_attempts: int = 0
     started_at: float = field(default=0.0, repr=False)
 
     @property
@@ -54,6 +56,20 @@ class Restart:
         out["downtime_s"] = self.downtime_s
         out["repartitioned"] = self.from_partitions != self.to_partitions
         return out
+
+
+def interrupted_repartition(checkpoint: Path) -> int | None:
+    """The partition count of a repartition that did not finish, or None. Its batch is planned but not committed,
+    and copies the batch before it (same source offsets, batch time and watermark) with another partition count;
+    Spark refuses to start the query on such a checkpoint until the repartition is retried to its end."""
+    last, committed = ck.last_planned(checkpoint), ck.last_committed(checkpoint)
+    if last is None or last == committed or not last:
+        return None
+    this, before = ck.read_offsets(checkpoint, last), ck.read_offsets(checkpoint, last - 1)
+    if before is None or this.source != before.source or this.partitions == before.partitions:
+        return None
+    same_time = all(this.metadata.get(k) == before.metadata.get(k) for k in ("batchTimestampMs", "batchWatermarkMs"))
+    return this.partitions if same_time else None
 
 
 class RestartingQuery:
@@ -81,6 +97,20 @@ class RestartingQuery:
         self.query = self.start_stream()
         self.partitions = partitions
         return self.query
+
+    def resume(self, default_partitions: int) -> int:
+        """Start the query on whatever checkpoint is there: new (at `default_partitions`), left by a stop or a crash
+        (at the partitions it ran with), or left by a repartition cut short (which is retried first: Spark's
+        own instruction). Returns the partitions it runs at."""
+        unfinished = interrupted_repartition(self.checkpoint)
+        if unfinished is not None:
+            # the state store's coordinator lives in the session's streaming query manager, which Spark makes on
+            # first use; a repartition in a session that never started a query finds no coordinator without it
+            self.spark.streams.active  # noqa: B018
+            self.spark._streamingCheckpointManager.repartition(str(self.checkpoint), unfinished)
+        partitions = ck.partitions_of(self.checkpoint) or default_partitions
+        self.start(partitions)
+        return partitions
 
     def stop(self) -> None:
         if self.query is not None:
@@ -113,7 +143,16 @@ class RestartingQuery:
         restart.after_batch = ck.last_committed(self.checkpoint)
         if repartition and partitions != self.partitions:
             t = time.time()
-            self.spark._streamingCheckpointManager.repartition(str(self.checkpoint), partitions)
+            for attempt in range(1, REPARTITION_ATTEMPTS + 1):
+                restart.repartition_attempts = attempt
+                try:
+                    self.spark._streamingCheckpointManager.repartition(str(self.checkpoint), partitions)
+                    break
+                except Exception as exc:
+                    if attempt == REPARTITION_ATTEMPTS:
+                        raise RescaleFailed(f"the repartition to {partitions} failed {attempt} times; the "
+                                            "checkpoint resumes once it is retried to its end (RestartingQuery."
+                                            f"resume): {str(exc).strip().splitlines()[0][:300]}") from exc
             restart.repartition_s = time.time() - t
         before = ck.last_committed(self.checkpoint)  # the repartition's own batch, when it ran
         t = time.time()

@@ -4,7 +4,8 @@ run — restarts included, each a decision in the ledger with its measured phase
 
 The controller sees the query as one operator, `query`, whose degree is the query's shuffle and state partitions.
 Its snapshots come from the sink's measurements (latency from scheduled arrival, backlog) and Spark's progress
-(state rows and memory). Decisions are taken after each batch, in Spark's stream thread; a change is carried out by
+(state rows and memory). The operator's busy time is the batch's duration on each of its partitions (its
+utilisation: batch duration ÷ interval), the project's choice for a query whose stages it does not see one by one. Decisions are taken after each batch, in Spark's stream thread; a change is carried out by
 the driver's main thread, between two batches, with the source held.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ from jobs.config import RunConfig
 from jobs.errors import RunFailed
 from jobs.native import checkpoint as ck
 from jobs.native.progress import StateProgress
-from jobs.native.query import NativeQueryError, Workload
+from jobs.native.query import Workload
 from jobs.native.rescale import Restart, RestartingQuery
 from jobs.native.sink import NativeSink
 from jobs.native.stream import start_native_stream
@@ -116,13 +117,7 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
                                        name=f"native_{recorder.run_id}")
 
         restarting = RestartingQuery(spark, start_stream, checkpoint, hold_file, sink.wait_for_batch_after)
-        try:
-            restarting.start(initial)
-        except Exception as exc:  # Spark's analysis of the query (an output mode it does not support, ...)
-            if type(exc).__name__ in ("AnalysisException", "IllegalArgumentException", "PySparkTypeError"):
-                raise NativeQueryError(f"--spark-query {native.ref}: Spark refuses the query: "
-                                       f"{failure_reason(exc)}") from None
-            raise
+        restarting.start(initial)  # NativeQueryError when Spark refuses the query (jobs.native.stream)
         anchor_us = int((time.time() + config.lead_in_s) * US)
         anchor_file.write_text(json.dumps({"anchor_us": anchor_us}))
         sink.anchor_us = run.anchor_us = anchor_us

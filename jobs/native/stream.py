@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from jobs.native.query import NativeQuery, Workload
+from jobs.native.query import NativeQuery, NativeQueryError, Workload
 
 
 def start_native_stream(spark, native: NativeQuery, workload: Workload, sink, checkpoint: Path, trigger_s: float,
@@ -26,9 +26,23 @@ def start_native_stream(spark, native: NativeQuery, workload: Workload, sink, ch
               .option("checkpointLocation", str(checkpoint)))
     if name:
         writer = writer.queryName(name)
-    query = writer.start()
+    try:
+        query = writer.start()
+    except Exception as exc:  # Spark's analysis of the query: an output mode it does not support, ...
+        if type(exc).__name__ in SPARK_REFUSALS:
+            raise NativeQueryError(f"--spark-query {native.ref}: Spark refuses the query: "
+                                   f"{_first_line(exc)}") from None
+        raise
     wait_until_started(query)
     return query
+
+
+SPARK_REFUSALS = ("AnalysisException", "IllegalArgumentException", "PySparkTypeError", "PySparkValueError")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines() or [type(exc).__name__])[0][:500]
 
 
 def wait_until_started(query, timeout_s: float = 120.0) -> None:

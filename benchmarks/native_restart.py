@@ -1,0 +1,190 @@
+"""What a rescale by restart costs a native query, against a plain restart of the same query, by state size.
+
+    python -m benchmarks.native_restart [--sizes-mb 1 10 100 1000] [--rounds 2]     (about 15 minutes on 2 cores)
+
+The query keeps the latest payload and a count per key, `groupBy(event_id % K).agg(max(payload), count)`, in
+Spark's RocksDB state store (update mode, foreachBatch sink): K keys of 1,000-byte payloads make about K KB of state
+(the logical size printed: rows × row bytes; the checkpoint's size on disk is printed beside it). For each size a
+fresh checkpoint is filled (K events due at once, read in batches of at most 100,000), then the stream goes on at
+2,000 events/s while the query is restarted, in this order, `--rounds` times: plain restart at 2, rescale 2→4,
+plain at 4, rescale 4→8, plain at 8, rescale 8→2. Downtime is from the hold of the source (jobs.native.rescale) to
+the first batch committed after the restart; each rescale is divided by the plain restart just before it (same
+partitions before the stop), measured minutes apart in one session: ratios, not absolute seconds, carry over
+between machines. Goals: rescale ≤ 1.5 × plain restart, and ≤ 10 s with 100 MB of state; and, over every restart,
+nothing lost or duplicated (Spark's commits against the sink, jobs.sink_check).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAYLOAD_BYTES = 1000
+ROW_BYTES = PAYLOAD_BYTES + 16  # the payload, the key and the count
+RATE = 2000
+FILL_BATCH = 100_000
+SEQUENCE = [(2, False), (4, True), (4, False), (8, True), (8, False), (2, True)]  # (partitions after, repartition)
+GOAL_RATIO, GOAL_100MB_S = 1.5, 10.0
+
+
+def keyed_state_query(keys: int):
+    from jobs.native.query import NativeQuery
+
+    def build(events):
+        from pyspark.sql import functions as F
+
+        return (events.groupBy((F.col("event_id") % keys).alias("k"))
+                .agg(F.max("payload").alias("payload"), F.count(F.lit(1)).alias("n")), "update")
+
+    return NativeQuery(f"benchmark:keyed_state_{keys}", build, False, None)
+
+
+def measure(spark, size_mb: float, rounds: int, folder: Path) -> dict:
+    from jobs.native.query import Workload
+    from jobs.native.rescale import RestartingQuery
+    from jobs.native.sink import NativeSink
+    from jobs.native.stream import start_native_stream
+    from jobs.sink_check import committed_from_checkpoint, verify_output
+    from params.units import US
+    from workloads.schedule import Schedule
+    from workloads.spec import parse_workload
+
+    keys = max(1, int(size_mb * 2**20 / ROW_BYTES))
+    fill_s = keys / RATE
+    duration = fill_s + 3600
+    spec = parse_workload({"name": "native-restart-bench", "profile": "constant", "params": {"rate": RATE},
+                           "duration_s": duration, "seed": 1, "keys": {"count": 1000},
+                           "payload_bytes": PAYLOAD_BYTES}, source="benchmark")
+    schedule = Schedule(spec)
+    workload = Workload(spec, schedule.state())
+    checkpoint, hold = folder / "checkpoint", folder / "hold"
+    sink = NativeSink(folder / "sink", checkpoint, schedule)
+    anchor_us = int((time.time() - fill_s) * US)
+    sink.anchor_us = anchor_us
+    native = keyed_state_query(keys)
+
+    def start():
+        return start_native_stream(spark, native, workload, sink, checkpoint, 1.0, hold, anchor_us=anchor_us,
+                                   max_events_per_batch=FILL_BATCH)
+
+    query = RestartingQuery(spark, start, checkpoint, hold, sink.wait_for_batch_after)
+    t = time.time()
+    query.start(2)
+    while sink.events_done < keys:
+        query.next_batch(sink.last_batch[0] if sink.last_batch else None, 600)
+    fill_wall = time.time() - t
+    for _ in range(3):  # caught up: a few batches at the steady rate before the first stop
+        query.next_batch(sink.last_batch[0], 60)
+    restarts = []
+    try:
+        for _ in range(rounds):
+            for partitions, repartition in SEQUENCE:
+                time.sleep(2.0)
+                r = query.rescale(partitions, repartition=repartition)
+                restarts.append(r.record())
+                print(f"  {size_mb:g} MB: {'rescale' if repartition else 'restart'} {r.from_partitions}->"
+                      f"{r.to_partitions}: {r.downtime_s:.2f} s (repartition {r.repartition_s:.2f}, start "
+                      f"{r.start_s:.2f}, first batch {r.first_batch_s:.2f})", flush=True)
+    finally:
+        query.stop()
+    disk_mb = sum(p.stat().st_size for p in (checkpoint / "state").rglob("*") if p.is_file()) / 2**20
+    _, lost, duplicated = verify_output(folder / "sink", committed_from_checkpoint(checkpoint), counts_events=None)
+    return {"size_mb": size_mb, "keys": keys, "logical_state_mb": keys * ROW_BYTES / 2**20,
+            "checkpoint_state_disk_mb": round(disk_mb, 1), "fill_s": round(fill_wall, 1), "restarts": restarts,
+            "lost": lost, "duplicated": duplicated}
+
+
+def ratios(result: dict) -> list[dict]:
+    """Each rescale over the plain restart just before it (same partitions before the stop)."""
+    out, plain = [], None
+    for r in result["restarts"]:
+        if not r["repartitioned"]:
+            plain = r
+        elif plain is not None:
+            out.append({"direction": f"{r['from_partitions']}->{r['to_partitions']}", "rescale_s": r["downtime_s"],
+                        "plain_s": plain["downtime_s"], "ratio": r["downtime_s"] / plain["downtime_s"],
+                        "repartition_s": r["repartition_s"]})
+    return out
+
+
+def fit_downtime(results: list[dict]) -> tuple[float, float]:
+    """Least squares over every rescale: downtime = fixed + per_mb x logical state MB."""
+    import numpy as np
+
+    points = [(res["logical_state_mb"], r["downtime_s"]) for res in results for r in res["restarts"]
+              if r["repartitioned"]]
+    if len({mb for mb, _ in points}) < 2:
+        return (float(np.mean([d for _, d in points])) if points else 0.0), 0.0
+    per_mb, fixed = np.polyfit([mb for mb, _ in points], [d for _, d in points], 1)
+    return float(fixed), float(per_mb)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.native_restart", description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes-mb", type=float, nargs="+", default=[1, 10, 100, 1000])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--out", default=str(ROOT / ".local" / "bench" / "native_restart.json"))
+    parser.add_argument("--report", metavar="JSON", help="print the tables of an earlier run's results, run nothing")
+    args = parser.parse_args(argv)
+    if args.report:
+        report(json.loads(Path(args.report).read_text()), args.report)
+        return 0
+    import tempfile
+
+    from jobs.config import RunConfig
+    from jobs.native.run import NATIVE_SETTINGS
+    from jobs.spark_session import package_code, start_spark
+
+    config = RunConfig("static", {}, "constant", master="local[2]", quiet=True).validate()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="native-restart-") as tmp:
+        spark = start_spark(config, package_code(Path(tmp) / "code.zip"), NATIVE_SETTINGS)
+        try:
+            for size in args.sizes_mb:
+                results.append(measure(spark, size, args.rounds, Path(tmp) / f"size-{size:g}"))
+        finally:
+            spark.stop()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=2))
+    report(results, args.out)
+    return 0
+
+
+def report(results: list[dict], out: str) -> None:
+    print(f"\n{'state':>9} {'on disk':>8} {'direction':>9} {'plain s':>8} {'rescale s':>9} {'repart. s':>9} "
+          f"{'ratio':>6}")
+    worst = 0.0
+    for res in results:
+        rows = ratios(res)
+        by_direction: dict[str, list[dict]] = {}
+        for row in rows:
+            by_direction.setdefault(row["direction"], []).append(row)
+        for direction, group in by_direction.items():
+            ratio = statistics.median(g["ratio"] for g in group)
+            worst = max(worst, ratio)
+            print(f"{res['logical_state_mb']:>6.0f} MB {res['checkpoint_state_disk_mb']:>5.0f} MB {direction:>9} "
+                  f"{statistics.median(g['plain_s'] for g in group):>8.2f} "
+                  f"{statistics.median(g['rescale_s'] for g in group):>9.2f} "
+                  f"{statistics.median(g['repartition_s'] for g in group):>9.2f} {ratio:>6.2f}")
+    fixed_s, per_mb_s = fit_downtime(results)
+    print(f"\nrescale downtime fit: {fixed_s:.2f} s + {per_mb_s * 1000:.2f} ms per MB of state")
+    restarts = sum(len(res["restarts"]) for res in results)
+    rescales = sum(r["repartitioned"] for res in results for r in res["restarts"])
+    if all("lost" in res for res in results):
+        print(f"exactly once over {restarts} restarts ({rescales} rescales): "
+              f"{sum(res['lost'] for res in results)} lost, {sum(res['duplicated'] for res in results)} duplicated")
+    hundred = [max(r["downtime_s"] for r in res["restarts"] if r["repartitioned"])
+               for res in results if 90 <= res["size_mb"] <= 110]
+    print(f"\ngoal rescale <= {GOAL_RATIO}x plain restart: worst median ratio {worst:.2f} "
+          f"({'met' if worst <= GOAL_RATIO else 'missed'})")
+    if hundred:
+        print(f"goal <= {GOAL_100MB_S:g} s with 100 MB of state: slowest rescale {hundred[0]:.2f} s "
+              f"({'met' if hundred[0] <= GOAL_100MB_S else 'missed'})")
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
