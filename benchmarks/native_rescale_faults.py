@@ -93,18 +93,28 @@ def drive(folder: Path, fault: str | None) -> int:
         _when_a_job_runs(sc, lambda: os.kill(os.getpid(), signal.SIGKILL))
         spark._streamingCheckpointManager.repartition(str(checkpoint), 4)
         return 3  # not reached: the process is killed inside the repartition
-    # raise-in-repartition: every attempt's job is cancelled
-    def cancel_every_job():
-        while True:
-            _when_a_job_runs(sc, sc.cancelAllJobs).join()
-            time.sleep(0.05)
+    # raise-in-repartition: once the query rests, every job is cancelled (each repartition attempt's)
+    query._come_to_rest()
+    cancelling = threading.Event()
+    cancelling.set()
 
-    threading.Thread(target=cancel_every_job, daemon=True).start()
+    def cancel_every_job():
+        tracker = sc.statusTracker()
+        while cancelling.is_set():
+            if tracker.getActiveJobsIds():
+                sc.cancelAllJobs()
+            time.sleep(0.01)
+
+    canceller = threading.Thread(target=cancel_every_job, daemon=True)
+    canceller.start()
     try:
         query.rescale(4)
     except RescaleFailed as exc:
         print(f"rescale failed: {exc}", flush=True)
         return 1
+    finally:
+        cancelling.clear()
+        canceller.join()
     return 3
 
 

@@ -150,3 +150,29 @@ def test_a_run_from_the_command_line_records_its_restarts(tmp_path, tracking_uri
     logged = {a.path for a in mlflow_client.list_artifacts(summary["run_id"])}
     assert {"restarts.jsonl", "decisions.jsonl", "batches.parquet", "summary.json"} <= logged
 
+
+
+def test_a_rescale_killed_inside_the_repartition_is_resumed_by_a_retry(spark, tmp_path):
+    """The driver SIGKILLed while the repartition's Spark job runs (benchmarks/native_rescale_faults.py); the retry,
+    here in this session, resumes the checkpoint: the output equals the reference, nothing lost or duplicated."""
+    from benchmarks.native_rescale_faults import _driver, check, drive
+
+    cut = _driver(tmp_path, "kill-in-repartition")
+    assert cut.returncode == -9, cut.stderr[-2000:]
+    assert drive(tmp_path, None) == 0
+    held, figures = check(tmp_path)
+    assert held, figures
+
+
+def test_a_repartition_that_keeps_failing_fails_the_rescale_and_the_checkpoint_resumes(spark, tmp_path, capsys):
+    """Every repartition job cancelled (an exception inside the repartition, its one retry failing too): the rescale
+    fails in one line, and a retry resumes the checkpoint with the reference's output."""
+    from benchmarks.native_rescale_faults import check, drive
+
+    assert drive(tmp_path, "raise-in-repartition") == 1
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("rescale failed")]
+    assert len(said) == 1 and "the repartition to 4 failed 2 times" in said[0]
+    assert not spark.streams.active
+    assert drive(tmp_path, None) == 0
+    held, figures = check(tmp_path)
+    assert held, figures
