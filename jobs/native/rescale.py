@@ -14,6 +14,7 @@ whole or not at all (Spark's offset and commit logs), and the sink is idempotent
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -56,6 +57,16 @@ class Restart:
         out["downtime_s"] = self.downtime_s
         out["repartitioned"] = self.from_partitions != self.to_partitions
         return out
+
+
+def spark_reason(exc: BaseException) -> str:
+    """The line that says why, from a Py4J error's text: the Java exception's message without its package, not
+    "An error occurred while calling o297.repartition"."""
+    for line in str(exc).splitlines():
+        found = re.search(r"(?:[a-z]\w*\.)+(\w*(?:Exception|Error): .+)", line)
+        if found:
+            return found.group(1).strip()[:300]
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 def interrupted_repartition(checkpoint: Path) -> int | None:
@@ -152,7 +163,7 @@ class RestartingQuery:
                     if attempt == REPARTITION_ATTEMPTS:
                         raise RescaleFailed(f"the repartition to {partitions} failed {attempt} times; the "
                                             "checkpoint resumes once it is retried to its end (RestartingQuery."
-                                            f"resume): {str(exc).strip().splitlines()[0][:300]}") from exc
+                                            f"resume): {spark_reason(exc)}") from exc
             restart.repartition_s = time.time() - t
         before = ck.last_committed(self.checkpoint)  # the repartition's own batch, when it ran
         t = time.time()

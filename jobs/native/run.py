@@ -36,6 +36,7 @@ from jobs.paths import OUTPUT_MARKER
 from jobs.recording.recorder import LOCAL_STATE
 from jobs.recording.run_record import open_run, write_jsonl
 from jobs.sink_check import committed_from_checkpoint, verify_output
+from jobs.stopping import StopSignals
 from params.units import US
 from workloads import Schedule
 
@@ -81,6 +82,8 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
     from jobs.spark_session import package_code, start_spark
 
     native = config.native_query
+    stop = StopSignals()
+    stop.install()
     schedule = Schedule(config.spec)
     controller = make_controller(config, schedule, log)
     recorder = open_run(config, controller, log)
@@ -98,6 +101,7 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
                              "max_partitions": config.max_degree, "state_store": ROCKSDB,
                              "workload_events": schedule.total_events})
         spark = start_spark(config, package_code(output / "code.zip"), NATIVE_SETTINGS)
+        stop.install()  # after PySpark's own SIGINT handler, which would raise inside a Py4J call
         ship_query_module(native.module)
         recorder.log_params({"spark.version": spark.version, "spark.master.effective": spark.sparkContext.master})
         progress = StateProgress()
@@ -119,11 +123,13 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
         restarting = RestartingQuery(spark, start_stream, checkpoint, hold_file, sink.wait_for_batch_after)
         restarting.start(initial)  # NativeQueryError when Spark refuses the query (jobs.native.stream)
         anchor_us = int((time.time() + config.lead_in_s) * US)
-        anchor_file.write_text(json.dumps({"anchor_us": anchor_us}))
+        anchor_file.with_suffix(".tmp").write_text(json.dumps({"anchor_us": anchor_us}))
+        anchor_file.with_suffix(".tmp").rename(anchor_file)  # the source never reads a half-written anchor
         sink.anchor_us = run.anchor_us = anchor_us
         log(f"streaming: {schedule.total_events} events over {config.spec.duration_s:g}s, native query "
             f"{native.ref}, trigger {config.trigger_s:g}s, controller {config.controller}, {initial} partition(s)")
-        drained = run.steer(restarting, anchor_us / US + config.spec.duration_s)
+        with stop.deferred():  # a stop signal is noted, and raises between two Spark calls (jobs.stopping)
+            drained = run.steer(restarting, anchor_us / US + config.spec.duration_s, stop)
         if drained:  # the windows the stream's end closed are emitted by a last batch without new data
             restarting.settle(config.trigger_s)
         restarting.stop()
@@ -202,11 +208,12 @@ class _NativeRun:
         self._due_before = row["due"]
         return arrivals
 
-    def steer(self, restarting: RestartingQuery, end_of_schedule: float) -> bool:
+    def steer(self, restarting: RestartingQuery, end_of_schedule: float, stop: StopSignals) -> bool:
         """Carry out the controller's restarts until every scheduled event is committed (True) or the drain timeout
         passed (False)."""
         while True:
             self.actuator.wake.wait(0.25)
+            stop.raise_if_stopped()
             query = restarting.query
             if not query.isActive:
                 query.awaitTermination()
