@@ -93,15 +93,15 @@ def drive(folder: Path, fault: str | None) -> int:
         _when_a_job_runs(sc, lambda: os.kill(os.getpid(), signal.SIGKILL))
         spark._streamingCheckpointManager.repartition(str(checkpoint), 4)
         return 3  # not reached: the process is killed inside the repartition
-    # raise-in-repartition: once the query rests, every job is cancelled (each repartition attempt's)
-    query._come_to_rest()
+    # raise-in-repartition: once the query has stopped, every job is cancelled (each repartition attempt's); a
+    # batch the query still runs before its stop (one without data, advancing the watermark) is left alone
     cancelling = threading.Event()
     cancelling.set()
 
     def cancel_every_job():
         tracker = sc.statusTracker()
         while cancelling.is_set():
-            if tracker.getActiveJobsIds():
+            if not query.query.isActive and tracker.getActiveJobsIds():
                 sc.cancelAllJobs()
             time.sleep(0.01)
 
