@@ -50,11 +50,10 @@ def drive(folder: Path, fault: str | None) -> int:
     """Replay the workload through the query on `folder`'s checkpoint (resuming whatever is there); with a fault,
     cut a rescale 2 → 4 at a third of the stream; without, run to the end."""
     from jobs.config import RunConfig
-    from jobs.native.query import Workload, load_native_query
-    from jobs.native.rescale import RescaleFailed, RestartingQuery
+    from jobs.native.query import load_native_query
+    from jobs.native.rescale import RescaleFailed
     from jobs.native.run import NATIVE_SETTINGS
-    from jobs.native.sink import NativeSink
-    from jobs.native.stream import start_native_stream
+    from jobs.native.stream import replayed_query, run_until
     from jobs.spark_session import package_code, start_spark
     from workloads.schedule import Schedule
     from workloads.spec import parse_workload
@@ -62,22 +61,10 @@ def drive(folder: Path, fault: str | None) -> int:
     config = RunConfig("static", {}, WORKLOAD, master="local[2]", quiet=True).validate()
     spark = start_spark(config, package_code(folder / f"code-{os.getpid()}.zip"), NATIVE_SETTINGS)
     schedule = Schedule(parse_workload(WORKLOAD, "benchmark"))
-    native = load_native_query(QUERY)
-    workload = Workload(schedule.spec, schedule.state())
-    checkpoint, hold = folder / "checkpoint", folder / "hold"
-    sink = NativeSink(folder / "sink", checkpoint, schedule)
-    sink.anchor_us = ANCHOR_US
-
-    def start():
-        return start_native_stream(spark, native, workload, sink, checkpoint, 0.5, hold, anchor_us=ANCHOR_US,
-                                   max_events_per_batch=BATCH_EVENTS)
-
-    query = RestartingQuery(spark, start, checkpoint, hold, sink.wait_for_batch_after)
+    checkpoint = folder / "checkpoint"
+    query, sink = replayed_query(spark, load_native_query(QUERY), schedule, folder, 0.5, ANCHOR_US, BATCH_EVENTS)
     query.resume(2)
-    until = schedule.total_events // 3 if fault else schedule.total_events
-    while sink.events_done < until:
-        if query.next_batch(sink.last_batch[0] if sink.last_batch else None, 120) is None:
-            raise TimeoutError("no batch committed in 120 s")
+    run_until(query, sink, schedule.total_events // 3 if fault else schedule.total_events)
     if fault is None:
         query.settle(0.5)
         query.stop()

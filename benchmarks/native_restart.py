@@ -43,10 +43,7 @@ def keyed_state_query(keys: int):
 
 
 def measure(spark, size_mb: float, rounds: int, folder: Path) -> dict:
-    from jobs.native.query import Workload
-    from jobs.native.rescale import RestartingQuery
-    from jobs.native.sink import NativeSink
-    from jobs.native.stream import start_native_stream
+    from jobs.native.stream import replayed_query, run_until
     from jobs.sink_check import committed_from_checkpoint, verify_output
     from params.units import US
     from workloads.schedule import Schedule
@@ -59,22 +56,12 @@ def measure(spark, size_mb: float, rounds: int, folder: Path) -> dict:
                            "duration_s": duration, "seed": 1, "keys": {"count": 1000},
                            "payload_bytes": PAYLOAD_BYTES}, source="benchmark")
     schedule = Schedule(spec)
-    workload = Workload(spec, schedule.state())
-    checkpoint, hold = folder / "checkpoint", folder / "hold"
-    sink = NativeSink(folder / "sink", checkpoint, schedule)
+    checkpoint = folder / "checkpoint"
     anchor_us = int((time.time() - fill_s) * US)
-    sink.anchor_us = anchor_us
-    native = keyed_state_query(keys)
-
-    def start():
-        return start_native_stream(spark, native, workload, sink, checkpoint, 1.0, hold, anchor_us=anchor_us,
-                                   max_events_per_batch=FILL_BATCH)
-
-    query = RestartingQuery(spark, start, checkpoint, hold, sink.wait_for_batch_after)
+    query, sink = replayed_query(spark, keyed_state_query(keys), schedule, folder, 1.0, anchor_us, FILL_BATCH)
     t = time.time()
     query.start(2)
-    while sink.events_done < keys:
-        query.next_batch(sink.last_batch[0] if sink.last_batch else None, 600)
+    run_until(query, sink, keys, timeout_s=600)
     fill_wall = time.time() - t
     for _ in range(3):  # caught up: a few batches at the steady rate before the first stop
         query.next_batch(sink.last_batch[0], 60)

@@ -38,7 +38,3 @@ class StateProgress(StreamingQueryListener):
     def get(self, batch_id: int) -> dict[str, Any] | None:
         with self._lock:
             return self._rows.get(batch_id)
-
-    def all(self) -> dict[int, dict[str, Any]]:
-        with self._lock:
-            return dict(self._rows)

@@ -57,3 +57,30 @@ def wait_until_started(query, timeout_s: float = 120.0) -> None:
             return
         time.sleep(0.01)
     raise TimeoutError(f"streaming query not started after {timeout_s:.0f}s (status: {query.status})")
+
+
+def replayed_query(spark, native: NativeQuery, schedule, folder: Path, trigger_s: float, anchor_us: int,
+                   max_events_per_batch: int | None = None):
+    """The query over a schedule at a fixed anchor, its checkpoint, hold file and sink in `folder`, not started:
+    (RestartingQuery, NativeSink). What the tests, the restart benchmark and the fault cases drive."""
+    from jobs.native.rescale import RestartingQuery
+    from jobs.native.sink import NativeSink
+
+    folder = Path(folder)
+    workload = Workload(schedule.spec, schedule.state())
+    checkpoint, hold = folder / "checkpoint", folder / "hold"
+    sink = NativeSink(folder / "sink", checkpoint, schedule)
+    sink.anchor_us = anchor_us
+
+    def start():
+        return start_native_stream(spark, native, workload, sink, checkpoint, trigger_s, hold, anchor_us=anchor_us,
+                                   max_events_per_batch=max_events_per_batch)
+
+    return RestartingQuery(spark, start, checkpoint, hold, sink.wait_for_batch_after), sink
+
+
+def run_until(query, sink, events: int, timeout_s: float = 120.0) -> None:
+    """Wait until the batches committed hold `events` events; TimeoutError when no batch commits in `timeout_s`."""
+    while sink.events_done < events:
+        if query.next_batch(sink.last_batch[0] if sink.last_batch else None, timeout_s) is None:
+            raise TimeoutError(f"no batch committed in {timeout_s:.0f} s")
