@@ -7,6 +7,7 @@ table. Variants run sequentially because two streaming runs on one small machine
     python -m analysis.demo                    # the default three variants on the `step` workload
     python -m analysis.demo --workload ramp --duration 40 --variant threshold --variant static:degree=2
     python -m analysis.demo --suite suites/bursty.yaml --seeds 1 --workloads bursty-google-tasks --no-promote
+    python -m analysis.demo --spark-query native:windowed_count --duration 40   # your own Structured Streaming query
 
 With --suite, a suite file (suites/*.yaml, as the DAGs run them) gives the variants, workloads, seeds and settings;
 --seeds, --workloads and --controllers run part of it.
@@ -14,6 +15,7 @@ With --suite, a suite file (suites/*.yaml, as the DAGs run them) gives the varia
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,15 +27,20 @@ from analysis.promote import promote_suite
 from analysis.report import report_for_parent
 from analysis.suite import SuiteError, SuiteRequest, open_parent, run_suite, timestamped
 from analysis.table import format_table
+from jobs.champion import champion_class, champion_command
 from params.run import RUN_SETTINGS
 from jobs.recording.recorder import DEFAULT_EXPERIMENT, default_tracking_uri
 from jobs.recording.tracking_check import TrackingUnreachable
 
 # ConfMin (everything at degree 1), ConfExpt (enrich sized for the step's peak), and the reactive controller.
 DEFAULT_VARIANTS = ("static:degree=1", "static:degree=1,degrees={enrich: 3}", "threshold")
+# for a native query, whose one operator `query` is its partition count: fixed at 1, fixed at 4, and reactive
+NATIVE_VARIANTS = ("static:degree=1", "static:degree=4", "threshold")
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the promotion and the report download small artifacts; MLflow's progress bar for each would bury the results
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     ap = argparse.ArgumentParser(prog="python -m analysis.demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", default="step")
@@ -42,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     slo = RUN_SETTINGS["slo_latency_s"]
     ap.add_argument("--slo-latency", type=float, default=slo.default, help=f"{slo.doc} (default {slo.default:g})")
     ap.add_argument("--variant", action="append", help="controller[:param=value,...] (repeatable)")
+    ap.add_argument("--spark-query", metavar="MODULE:FUNCTION",
+                    help="run your own Structured Streaming query (as jobs.run --spark-query) instead of the "
+                         "benchmark topology")
     ap.add_argument("--suite", metavar="FILE", help="run this suite file instead of the options above")
     ap.add_argument("--seeds", help="with --suite: only these seeds (comma-separated)")
     ap.add_argument("--workloads", help="with --suite: only these workloads (comma-separated)")
@@ -69,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     except TrackingUnreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 4
-    queries = f"{len(request.queries)} queries x " if request.queries else ""
+    queries = len(request.queries) + len(request.spark_queries)
+    queries = f"{queries} queries x " if queries else ""
     print(f"{kind}: {queries}{len(variants)} variants x {len(request.workloads)} workload(s) ({workloads}) x "
           f"{len(request.seeds)} seed(s), {len(request.cases())} runs one after another; parent MLflow run "
           f"{parent_id}", flush=True)
@@ -96,18 +107,33 @@ or  .venv/bin/mlflow ui --backend-store-uri {tracking_uri} --host 127.0.0.1 --po
 The parent run holds the report (report/report.html) and the promotion decisions; each child run has per-batch
 metrics, its summary, and artifacts: timeline.png, batches.parquet, decisions.jsonl.
     report:      {report}
-    ranked:      .venv/bin/python -m analysis.compare --parent-run-id {parent_id}""" + ("" if request.queries else f"""
-    champion:    .venv/bin/python -m jobs.run --champion {request.workloads[0]}   # starts with the promoted config"""))
+    ranked:      .venv/bin/python -m analysis.compare --parent-run-id {parent_id}""" + _champion_line(request, decisions))
     return 1 if failed else 0
+
+
+def _champion_line(request: SuiteRequest, decisions) -> str:
+    """Where a promotion made a champion, the command that starts a job with it."""
+    promoted = [d for d in decisions if d.promote]
+    if not promoted or request.queries:
+        return ""
+    workload_class = promoted[0].workload_class
+    spark_query = next((q for q in request.spark_queries if workload_class.endswith(champion_class("", q))), None)
+    return (f"\n    champion:    .venv/bin/{champion_command(workload_class, spark_query)}"
+            "   # starts with the promoted config")
 
 
 def _request(args, tracking_uri: str) -> SuiteRequest:
     """The suite to run: a suite file (part of it with --seeds/--workloads/--controllers) or the demo's options;
     with the oracle added when the suite asks for it."""
     if not args.suite:
-        options = {"controllers": args.variant or list(DEFAULT_VARIANTS), "workloads": [args.workload],
-                   "seeds": [args.seed], "duration_s": args.duration, "slo_latency_s": args.slo_latency}
+        spark_query = getattr(args, "spark_query", None)
+        defaults = NATIVE_VARIANTS if spark_query else DEFAULT_VARIANTS
+        options = {"controllers": args.variant or list(defaults), "workloads": [args.workload],
+                   "seeds": [args.seed], "duration_s": args.duration, "slo_latency_s": args.slo_latency,
+                   **({"spark_queries": [spark_query]} if spark_query else {})}
         return SuiteRequest.from_mapping(options, where="demo options")
+    if getattr(args, "spark_query", None):
+        raise SuiteError("--spark-query: a suite file names its queries itself (spark_queries)")
     request = SuiteRequest.from_file(Path(args.suite))
     if args.seeds:
         try:

@@ -60,7 +60,8 @@ def prepare(params: dict[str, Any], *, tracking_uri: str, experiment: str, kind:
     request = request or SuiteRequest.from_mapping({k: v for k, v in params.items() if k in REQUEST_FIELDS})
     request = with_oracle(request, tracking_uri)
     # a champion is promoted for the benchmark topology's operators; a suite of other queries runs its own variants
-    champions = champion_variants(tracking_uri, request.workloads) if include_champions and not request.queries else {}
+    champions = (champion_variants(tracking_uri, request.workloads)
+                 if include_champions and not request.queries and not request.spark_queries else {})
     extra = tuple(v for v in dict.fromkeys(champions.values()) if v not in request.variants)
     if extra:
         request = replace(request, variants=request.variants + extra)
@@ -68,6 +69,7 @@ def prepare(params: dict[str, Any], *, tracking_uri: str, experiment: str, kind:
     parent = open_parent(tracking_uri, experiment, f"{dag_id} {run_id}", tags,
                          {"controllers": " | ".join(request.variants), "workloads": " | ".join(request.workloads),
                           **({"queries": " | ".join(request.queries)} if request.queries else {}),
+                          **({"spark_queries": " | ".join(request.spark_queries)} if request.spark_queries else {}),
                           "seeds": ",".join(map(str, request.seeds)), "duration_s": request.duration_s,
                           "slo.latency_s": request.slo_latency_s, "slo.target": request.slo_target})
     client = MlflowClient(tracking_uri)
@@ -207,7 +209,7 @@ def suite_file(path: str) -> SuiteRequest:
     return SuiteRequest.from_file(resolved)
 
 
-def allowed_query_refs(refs) -> None:
+def allowed_query_refs(refs, field_name: str = "queries") -> None:
     """A DAG run's `queries` may name modules installed on the workers (nexmark:q5, mypackage.queries:build), or
     .py files inside the folders suites may come from: whoever may trigger a DAG run must not make the workers import
     any file they can read."""
@@ -218,7 +220,7 @@ def allowed_query_refs(refs) -> None:
             candidate = Path(module)
             resolved = (candidate if candidate.is_absolute() else REPO_ROOT / candidate).resolve()
             if not any(resolved.is_relative_to(folder) for folder in allowed):
-                raise SuiteError(f"params.queries: {ref!r} is a file outside the folders suites and queries may "
+                raise SuiteError(f"params.{field_name}: {ref!r} is a file outside the folders suites and queries may "
                                  f"come from ({', '.join(str(f) for f in allowed)}); a deployment can allow others "
                                  f"with {SUITE_DIRS_ENV}")
 

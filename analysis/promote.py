@@ -36,7 +36,7 @@ from mlflow.tracking import MlflowClient
 from analysis.decision import MIN_MARGIN, Incumbent, PromotionDecision, decide, slo_target_of
 from analysis.runs import load_runs
 from analysis.stats import ALPHA
-from jobs.champion import CHAMPION_ALIAS, CONFIG_FILE, model_name
+from jobs.champion import CHAMPION_ALIAS, CONFIG_FILE, champion_command, model_name
 from jobs.recording.recorder import default_tracking_uri
 
 LOCK_SUFFIX = ".promotion-lock"
@@ -92,12 +92,14 @@ def _register(client: MlflowClient, decision: PromotionDecision, runs: pd.DataFr
               parent_run_id: str) -> str:
     """Log the challenger's configuration to the parent run and register it; returns the new version."""
     model = model_name(decision.workload_class)
+    one_run = runs[(runs["config_id"] == decision.challenger_config_id) & (runs["status"] == "FINISHED")].iloc[0]
+    found = one_run.get("spark_query")
+    spark_query = found if isinstance(found, str) and found else None
     with contextlib.suppress(MlflowException):
         client.create_registered_model(model, description=(
             f"Controller configurations for workload class {decision.workload_class!r}. The alias "
-            f"'{CHAMPION_ALIAS}' marks the one to use: python -m jobs.run --champion {decision.workload_class}. "
+            f"'{CHAMPION_ALIAS}' marks the one to use: {champion_command(decision.workload_class, spark_query)}. "
             "Promoted by analysis.promote (rule in analysis/decision.py)."))
-    one_run = runs[(runs["config_id"] == decision.challenger_config_id) & (runs["status"] == "FINISHED")].iloc[0]
     controller, params = one_run["controller"], _logged_params(client, one_run["run_id"])
     folder = f"promotion/{decision.workload_class}"
     client.log_dict(parent_run_id, {"controller": controller, "params": params}, f"{folder}/{CONFIG_FILE}")
@@ -109,7 +111,7 @@ def _register(client: MlflowClient, decision: PromotionDecision, runs: pd.DataFr
     tags = {**provenance,
             "config": decision.challenger, "config_id": decision.challenger_config_id, "controller": controller,
             "params": json.dumps(params, sort_keys=True), "suite_parent_run_id": parent_run_id,
-            "replaces": decision.champion or "", **{f"evidence.{k}": str(v) for k, v in evidence.items()}}
+            "replaces": decision.champion or "", **({"spark_query": spark_query} if spark_query else {}), **{f"evidence.{k}": str(v) for k, v in evidence.items()}}
     version = client.create_model_version(model, source, run_id=parent_run_id, tags=tags,
                                           description=decision.summary())
     client.set_registered_model_alias(model, CHAMPION_ALIAS, version.version)

@@ -150,6 +150,50 @@ def _figures(client: MlflowClient, workload: str, finished: pd.DataFrame, ranked
                    "<h3>Cost against SLO violations</h3>", _img(pareto, f"pareto {workload}")]
 
 
+RESTART_PHASES = ("hold_s", "stop_s", "repartition_s", "start_s", "first_batch_s")
+
+
+def run_restarts(client: MlflowClient, run_id: str, scratch: Path) -> pd.DataFrame | None:
+    """The run's restarts (restarts.jsonl: a native query's rescales, jobs.native.run); None where it has none."""
+    try:
+        table = pd.read_json(client.download_artifacts(run_id, "restarts.jsonl", str(scratch)), lines=True)
+    except Exception:  # a laboratory run, or a native run that failed before writing them
+        return None
+    return table if len(table) else None
+
+
+def _expected(restart) -> str:
+    """What the master's restart calibration expected of this restart, where the run had one."""
+    expected = restart.get("expected_downtime_s")
+    return "" if expected is None or pd.isna(expected) else (
+        f", {expected:.2f} s expected at {restart.get('state_mb', 0):.1f} MB of state")
+
+
+def _restarts_html(client: MlflowClient, finished: pd.DataFrame, ranked: pd.DataFrame, scratch: Path) -> str:
+    """Each configuration's rescales by restart: how many, the downtime they cost, and the first seed's restarts
+    one by one with their phases and the events that arrived while the query was down."""
+    if "restarts" not in finished or not finished["restarts"].fillna(0).any():
+        return ""
+    rows = []
+    for config in ranked["config"]:
+        runs = finished[finished["config"] == config]
+        first = runs.sort_values("seed").iloc[0]
+        restarts = run_restarts(client, first["run_id"], scratch / f"restarts-{first['run_id']}")
+        listed = "" if restarts is None else "<br>".join(
+            f"{int(r['from_partitions'])}→{int(r['to_partitions'])} at {r['started_at_s']:.1f} s: "
+            f"{r['downtime_s']:.2f} s (" + ", ".join(f"{phase.removesuffix('_s').replace('_', ' ')} {r[phase]:.2f}"
+                                                     for phase in RESTART_PHASES if phase in r) +
+            f"){_expected(r)}, {int(r.get('arrived_meanwhile', 0))} events arrived meanwhile"
+            for _, r in restarts.iterrows())
+        rows.append(f'<tr><td class="l">{html.escape(config)}</td><td>{runs["restarts"].mean():.1f}</td>'
+                    f'<td>{runs["restart_downtime_s"].mean():.1f}</td><td class="l"><small>seed {first["seed"]}: '
+                    f'{listed or "none"}</small></td></tr>')
+    return ("<h3>Rescales by restart</h3><p>A native query's partitions change by stop, state repartition and "
+            "restart; the query reads nothing meanwhile. Means over seeds; the phases of the first seed's "
+            "restarts.</p><table><tr><th>configuration</th><th>restarts</th><th>downtime s</th>"
+            f"<th>restarts of the first seed</th></tr>{''.join(rows)}</table>")
+
+
 def _workload_section(client: MlflowClient, workload: str, group: pd.DataFrame, target: float,
                       decision: PromotionDecision | None, figures: Path, scratch: Path) -> str:
     slo_latency = group["slo_latency_s"].dropna().max()
@@ -169,6 +213,7 @@ def _workload_section(client: MlflowClient, workload: str, group: pd.DataFrame, 
                         "lower bound and no cost / oracle ratio is given for those seeds; the regret per SLO "
                         "still compares with what the oracle reached there (the feasible bound).</p>")
         part += [_verdict(ranked, target), _ranking_table(ranked, group), LEDGER_LEGEND,
+                 _restarts_html(client, finished, ranked, scratch),
                  f"<p>Pareto front (cost vs SLO violations): {html.escape(', '.join(front))}</p>",
                  *_figures(client, workload, finished, ranked, front, target, slo_latency, figures, scratch)]
     bad = group[group["status"] != "FINISHED"]

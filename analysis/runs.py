@@ -14,6 +14,8 @@ SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "cost_executor_core_se
                    "backlog_integral_event_s", "batch_start_actions", "records_in", "records_out", "records_lost",
                    "records_duplicated", "keyed_max_task_s_mean", "keyed_max_task_s_p95", "keyed_balanced_task_s_mean",
                    "placement_moves",
+                   # a native query's rescales, each a restart (jobs.native.run)
+                   "restarts", "restart_downtime_s", "restart_downtime_expected_s",
                    "reconfiguration_delay_batches_mean", "infeasible_decisions", "executors_mean",
                    # the decision ledger (controllers/ledger.py)
                    "ledger_actions", "ledger_predicted_actions", "ledger_arrival_error_median_abs",
@@ -62,7 +64,8 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
                 "slo_latency_s": float(params["slo.latency_s"]) if "slo.latency_s" in params else None,
                 "failure_reason": tags.get("failure_reason") or tags.get("pruned"),
                 "case": tags.get("airflow.case"), "predictor": tags.get("predictor"), "query": tags.get("query"),
-                "start_time": run.info.start_time, "revision": tags.get("mlflow.source.git.commit", ""),
+                "spark_query": tags.get("spark_query"), "start_time": run.info.start_time,
+                "revision": tags.get("mlflow.source.git.commit", ""),
                 # where the run's batches fell against its workload (jobs.trigger_grid): seeded since 2026-12-03
                 "trigger_phase_s": float(params["trigger_phase_s"]) if "trigger_phase_s" in params else None,
                 **{m: metrics.get(m) for m in SUMMARY_METRICS},
@@ -71,8 +74,8 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
         if not token:
             break
     columns = ["run_id", "run_name", "status", "config", "config_id", "controller", "variant", "workload", "seed",
-               "slo_target", "slo_latency_s", "failure_reason", "case", "predictor", "query", "start_time", "revision",
-               "trigger_phase_s", *SUMMARY_METRICS]
+               "slo_target", "slo_latency_s", "failure_reason", "case", "predictor", "query", "spark_query",
+               "start_time", "revision", "trigger_phase_s", *SUMMARY_METRICS]
     table = latest_attempts(pd.DataFrame(rows, columns=columns))
     table = table.sort_values(["workload", "config", "seed"], na_position="last", ignore_index=True)
     return with_cost_to_oracle(table)

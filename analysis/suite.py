@@ -20,6 +20,7 @@ from mlflow.tracking import MlflowClient
 
 import controllers
 from jobs.config import param_value, query_workload_label
+from jobs.native.query import NATIVE_OPERATOR
 from jobs.recording.machine import machine_tags
 from jobs.recording.recorder import REPO_ROOT, ensure_experiment
 from jobs.recording.tracking_check import check_tracking_store
@@ -39,7 +40,8 @@ SUITE_SETTINGS: dict[str, Param] = {
 }
 # what a request (DAG params, a suite file) may hold; include_oracle adds the oracle calibrated on this store's
 # latest calibration (analysis.orchestration.with_oracle), so every run gets its cost and regret against the oracle
-REQUEST_FIELDS = ("controllers", "workloads", "seeds", *SUITE_SETTINGS, "include_oracle", "topology", "queries")
+REQUEST_FIELDS = ("controllers", "workloads", "seeds", *SUITE_SETTINGS, "include_oracle", "topology", "queries",
+                  "spark_queries")
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -93,10 +95,12 @@ class Case:
     workload: str
     seed: int
     query: str | None = None  # MODULE:FUNCTION of the query (None: the benchmark topology)
+    spark_query: str | None = None  # MODULE:FUNCTION of a native Structured Streaming query (jobs.native)
 
     def label(self) -> str:
         """The workload as the runs' `workload` tag names it (jobs.config.RunConfig.workload_label)."""
-        return self.workload if self.query is None else query_workload_label(self.workload, self.query)
+        query = self.query or self.spark_query
+        return self.workload if query is None else query_workload_label(self.workload, query)
 
     def run_args(self, request: "SuiteRequest", *, experiment: str, tracking_uri: str, parent_run_id: str,
                  tags: dict[str, str] | None = None) -> list[str]:
@@ -109,6 +113,8 @@ class Case:
                 "--run-name", f"{self.variant} | {self.label()} | seed {self.seed}", "--quiet"]
         if self.query is not None:
             args += ["--query", self.query]
+        if self.spark_query is not None:
+            args += ["--spark-query", self.spark_query]
         if request.duration_s is not None:
             args += ["--duration", str(request.duration_s)]
         if request.topology != "default":
@@ -143,10 +149,17 @@ class SuiteRequest:
     stop_when_slo_unreachable: bool = False  # tuning's confirmation: prune runs that can no longer meet the target
     include_oracle: bool = False  # add the calibrated oracle to the variants when the suite is opened
     queries: tuple[str, ...] = ()  # queries (MODULE:FUNCTION, nexmark:qN) run instead of the benchmark topology
+    # native Structured Streaming queries (MODULE:FUNCTION, native:NAME), each rescaled by restart (jobs.native)
+    spark_queries: tuple[str, ...] = ()
 
     def cases(self) -> list[Case]:
-        return [Case(v, w, s, q) for q in (self.queries or (None,)) for w in self.workloads for v in self.variants
-                for s in self.seeds]
+        """Every configuration on every workload and seed, for each query: the benchmark topology (or the `queries`)
+        unless the suite names only native queries, then each native query."""
+        laboratory = [Case(v, w, s, q) for q in (self.queries or (None,)) for w in self.workloads
+                      for v in self.variants for s in self.seeds] if self.queries or not self.spark_queries else []
+        native = [Case(v, w, s, spark_query=q) for q in self.spark_queries for w in self.workloads
+                  for v in self.variants for s in self.seeds]
+        return laboratory + native
 
     @classmethod
     def from_mapping(cls, raw: dict, where: str = "params", lines: dict[str, int] | None = None) -> "SuiteRequest":
@@ -223,6 +236,16 @@ class SuiteRequest:
                     operator_sets[ref] = load_query(ref)[0].names
                 except QueryError as exc:
                     problems.append(f"{at(f'queries[{i}]')}: {str(exc).removeprefix(f'--query {ref!r}: ')}")
+        spark_queries = raw.get("spark_queries") or []
+        if not isinstance(spark_queries, list) or not all(isinstance(q, str) and q.strip() for q in spark_queries):
+            problems.append(f"{at('spark_queries')}: expected a list of MODULE:FUNCTION references, got "
+                            f"{spark_queries!r}")
+            spark_queries = []
+        elif spark_queries:
+            problems += _native_problems(spark_queries, at, include_oracle, topology, bool(queries))
+            if not queries:
+                operator_sets.pop("topology", None)
+            operator_sets["native"] = (NATIVE_OPERATOR,)
         for i, variant in enumerate(variants):
             controller, placement = split_placement(variant)
             name, params = parse_variant(controller)
@@ -246,7 +269,8 @@ class SuiteRequest:
             raise SuiteError("\n".join(problems))
         return cls(tuple(variants), tuple(workloads), tuple(seeds), numbers["duration_s"], numbers["slo_latency_s"],
                    numbers["slo_target"], numbers["max_events_per_batch"], tolerance, topology=str(topology),
-                   include_oracle=include_oracle, queries=tuple(q.strip() for q in queries))
+                   include_oracle=include_oracle, queries=tuple(q.strip() for q in queries),
+                   spark_queries=tuple(q.strip() for q in spark_queries))
 
     @classmethod
     def from_file(cls, path: Path) -> "SuiteRequest":
@@ -263,6 +287,25 @@ class SuiteRequest:
         if not isinstance(raw, dict):
             raise SuiteError(f"{path}:1: expected a mapping with controllers, workloads, seeds")
         return cls.from_mapping(raw, str(path), _lines(node))
+
+
+def _native_problems(refs: list[str], at, include_oracle: bool, topology: str, with_queries: bool) -> list[str]:
+    """What keeps a suite's native queries from running, checked as `jobs.run --spark-query` checks them."""
+    from jobs.native.query import NativeQueryError, load_native_query
+
+    problems = []
+    if include_oracle:
+        problems.append(f"{at('include_oracle')}: the oracle is calibrated on the benchmark topology's operators; a "
+                        "suite with spark_queries cannot include it")
+    if topology != "default" and not with_queries:
+        problems.append(f"{at('topology')}: declares the benchmark topology's costs; a suite of spark_queries runs "
+                        "those instead")
+    for i, ref in enumerate(refs):
+        try:
+            load_native_query(ref.strip())
+        except NativeQueryError as exc:
+            problems.append(f"{at(f'spark_queries[{i}]')}: {str(exc).removeprefix(f'--spark-query {ref!r}: ')}")
+    return problems
 
 
 def _lines(node) -> dict[str, int]:

@@ -28,10 +28,17 @@ def _cell(value: Any, fmt: str) -> str:
 
 
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """One row per run; a workload column when the runs are of more than one workload, the restarts and their
+    downtime when some run rescaled a native query by restart."""
     if not rows:
         return "(no finished runs)"
-    header = [c[0] for c in COLUMNS]
-    body = [[_cell(r.get(key, r.get("controller")) if key == "variant" else r.get(key), fmt) for _, key, fmt in COLUMNS]
+    columns = list(COLUMNS)
+    if len({r.get("workload") for r in rows}) > 1:
+        columns.insert(1, ("workload", "workload", "{}"))
+    if any(r.get("restarts") for r in rows):
+        columns += [("restarts", "restarts", "{:.0f}"), ("downtime s", "restart_downtime_s", "{:.1f}")]
+    header = [c[0] for c in columns]
+    body = [[_cell(r.get(key, r.get("controller")) if key == "variant" else r.get(key), fmt) for _, key, fmt in columns]
             for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
     line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731

@@ -2,14 +2,12 @@
 
     python -m benchmarks.native_restart [--sizes-mb 1 10 100 1000] [--rounds 2]     (about 15 minutes on 2 cores)
 
-The query keeps the latest payload and a count per key, `groupBy(event_id % K).agg(max(payload), count)`, in
-Spark's RocksDB state store (update mode, foreachBatch sink): K keys of 1,000-byte payloads make about K KB of state
-(the logical size printed: rows × row bytes; the checkpoint's size on disk is printed beside it). For each size a
-fresh checkpoint is filled (K events due at once, read in batches of at most 100,000), then the stream goes on at
-2,000 events/s while the query is restarted, in this order, `--rounds` times: plain restart at 2, rescale 2→4,
-plain at 4, rescale 4→8, plain at 8, rescale 8→2. Downtime is from the hold of the source (jobs.native.rescale) to
-the first batch committed after the restart; each rescale is divided by the plain restart just before it (same
-partitions before the stop), measured minutes apart in one session: ratios, not absolute seconds, carry over
+The query and the restarts are the restart calibration's (jobs.native.restart_measure): a count and the latest
+1,000-byte payload per key in Spark's RocksDB state store, K keys making about K KB of state (the logical size
+printed: rows × row bytes; the checkpoint's size on disk, every retained version included, beside it), restarted while
+the stream goes on at 2,000 events/s, in this order, `--rounds` times: plain restart at 2, rescale 2→4, plain at 4,
+rescale 4→8, plain at 8, rescale 8→2. Each rescale is divided by the plain restart just before it (same partitions
+before the stop), measured minutes apart in one session: ratios, not absolute seconds, carry over
 between machines. Goals: rescale ≤ 1.5 × plain restart, and ≤ 10 s with 100 MB of state; and, over every restart,
 nothing lost or duplicated (Spark's commits against the sink, jobs.sink_check).
 """
@@ -18,70 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAYLOAD_BYTES = 1000
-ROW_BYTES = PAYLOAD_BYTES + 16  # the payload, the key and the count
-RATE = 2000
-FILL_BATCH = 100_000
 SEQUENCE = [(2, False), (4, True), (4, False), (8, True), (8, False), (2, True)]  # (partitions after, repartition)
 GOAL_RATIO, GOAL_100MB_S = 1.5, 10.0
 
 
-def keyed_state_query(keys: int):
-    from jobs.native.query import NativeQuery
-
-    def build(events):
-        from pyspark.sql import functions as F
-
-        return (events.groupBy((F.col("event_id") % keys).alias("k"))
-                .agg(F.max("payload").alias("payload"), F.count(F.lit(1)).alias("n")), "update")
-
-    return NativeQuery(f"benchmark:keyed_state_{keys}", build, False, None)
-
-
 def measure(spark, size_mb: float, rounds: int, folder: Path) -> dict:
-    from jobs.native.stream import replayed_query, run_until
-    from jobs.sink_check import committed_from_checkpoint, verify_output
-    from params.units import US
-    from workloads.schedule import Schedule
-    from workloads.spec import parse_workload
+    from jobs.native.restart_measure import measure_restarts
 
-    keys = max(1, int(size_mb * 2**20 / ROW_BYTES))
-    fill_s = keys / RATE
-    duration = fill_s + 3600
-    spec = parse_workload({"name": "native-restart-bench", "profile": "constant", "params": {"rate": RATE},
-                           "duration_s": duration, "seed": 1, "keys": {"count": 1000},
-                           "payload_bytes": PAYLOAD_BYTES}, source="benchmark")
-    schedule = Schedule(spec)
-    checkpoint = folder / "checkpoint"
-    anchor_us = int((time.time() - fill_s) * US)
-    query, sink = replayed_query(spark, keyed_state_query(keys), schedule, folder, 1.0, anchor_us, FILL_BATCH)
-    t = time.time()
-    query.start(2)
-    run_until(query, sink, keys, timeout_s=600)
-    fill_wall = time.time() - t
-    for _ in range(3):  # caught up: a few batches at the steady rate before the first stop
-        query.next_batch(sink.last_batch[0], 60)
-    restarts = []
-    try:
-        for _ in range(rounds):
-            for partitions, repartition in SEQUENCE:
-                time.sleep(2.0)
-                r = query.rescale(partitions, repartition=repartition)
-                restarts.append(r.record())
-                print(f"  {size_mb:g} MB: {'rescale' if repartition else 'restart'} {r.from_partitions}->"
-                      f"{r.to_partitions}: {r.downtime_s:.2f} s (repartition {r.repartition_s:.2f}, start "
-                      f"{r.start_s:.2f}, first batch {r.first_batch_s:.2f})", flush=True)
-    finally:
-        query.stop()
-    disk_mb = sum(p.stat().st_size for p in (checkpoint / "state").rglob("*") if p.is_file()) / 2**20
-    _, lost, duplicated = verify_output(folder / "sink", committed_from_checkpoint(checkpoint), counts_events=None)
-    return {"size_mb": size_mb, "keys": keys, "logical_state_mb": keys * ROW_BYTES / 2**20,
-            "checkpoint_state_disk_mb": round(disk_mb, 1), "fill_s": round(fill_wall, 1), "restarts": restarts,
-            "lost": lost, "duplicated": duplicated}
+    return measure_restarts(spark, size_mb, SEQUENCE * rounds, folder, log=lambda line: print(line, flush=True))
 
 
 def ratios(result: dict) -> list[dict]:

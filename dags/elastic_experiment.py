@@ -55,6 +55,11 @@ from elastic_streaming import (OWNER, analyse_promote_close, experiment_name, ru
                          description="queries to run instead of the benchmark topology, each MODULE:FUNCTION on the "
                                      "workers (nexmark:q0 ... nexmark:q8, or your own: README 'Your own query'); "
                                      "every case runs once per query"),
+        "spark_queries": Param([], type="array", items={"type": "string", "minLength": 1},
+                               description="your own Structured Streaming queries, each MODULE:FUNCTION on the "
+                                           "workers (native:windowed_count, native:q5, or your own: README 'Your own "
+                                           "Spark job'); their partitions are rescaled by restart, and every case "
+                                           "runs once per query"),
         "spark_conn_id": Param("spark_default", type="string", minLength=1,
                                description="Airflow connection of the Spark master (local[N] or spark://host:port)"),
         "include_champions": Param(True, type="boolean", description="add each workload's champion to the runs"),
@@ -64,7 +69,8 @@ from elastic_streaming import (OWNER, analyse_promote_close, experiment_name, ru
                                             "the oracle"),
         "suite": Param("", type="string",
                        description="a suite file (e.g. suites/bursty.yaml): its configurations, workloads, seeds, "
-                                   "duration, SLO, admission cap, topology, queries and include_oracle replace the "
+                                   "duration, SLO, admission cap, topology, queries, spark_queries and include_oracle "
+                                   "replace the "
                                    "fields above"),
         "promote": Param(True, type="boolean", description="apply the champion/challenger rule afterwards"),
     },
@@ -85,10 +91,11 @@ def elastic_experiment():
                                 "seeds": list(suite.seeds), "duration_s": suite.duration_s,
                                 "slo_latency_s": suite.slo_latency_s, "slo_target": suite.slo_target,
                                 "max_events_per_batch": suite.max_events_per_batch, "topology": suite.topology,
-                                "queries": list(suite.queries),
+                                "queries": list(suite.queries), "spark_queries": list(suite.spark_queries),
                                 "include_oracle": suite.include_oracle})
             else:
                 allowed_query_refs(params.get("queries"))
+                allowed_query_refs(params.get("spark_queries"), "spark_queries")
                 suite = SuiteRequest.from_mapping({k: params[k] for k in REQUEST_FIELDS if k in params})
             with_oracle(suite, tracking_uri())  # a calibration for the oracle must exist before anything runs
         except SuiteError as exc:

@@ -27,6 +27,22 @@ def model_name(workload_class: str) -> str:
     return MODEL_PREFIX + workload_class
 
 
+def champion_class(workload: str, spark_query: str | None = None) -> str:
+    """The workload class a champion is promoted for: the workload, and the native query when there is one (a
+    configuration that suits one query on a workload is measured for that query only)."""
+    from jobs.config import query_workload_label
+
+    return workload if spark_query is None else query_workload_label(workload, spark_query)
+
+
+def champion_command(workload_class: str, spark_query: str | None = None) -> str:
+    """The command that starts a job with the class's champion."""
+    if spark_query is None:
+        return f"python -m jobs.run --champion {workload_class}"
+    workload = workload_class.removesuffix(champion_class("", spark_query))
+    return f"python -m jobs.run --champion {workload} --spark-query {spark_query}"
+
+
 @dataclass(frozen=True)
 class ChampionConfig:
     workload_class: str

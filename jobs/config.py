@@ -191,7 +191,7 @@ class RunConfig:
         """A --spark-query: its function imported and checked for shape here; what it builds is checked once
         Spark can (jobs.native.run), still before the stream starts. Controllers see it as one operator."""
         from jobs.native.query import NativeQueryError, load_native_query
-        from jobs.native.run import NATIVE_OPERATOR
+        from jobs.native.query import NATIVE_OPERATOR
         from queries.api import Operator
 
         for flag_name, given in (("--query", self.query), ("--topology", self.topology not in (None, "default")),

@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a scaling policy (controller seep-policy): a YAML/JSON file, a catalogue name "
                         f"({', '.join(controllers.policy.catalogue_names())}) or the policy's text")
     c.add_argument("--champion", metavar="WORKLOAD_CLASS",
-                   help="use the configuration promoted as champion for this workload class (MLflow registry)")
+                   help="use the configuration promoted as champion for this workload class (MLflow registry); with "
+                        "--spark-query, the one promoted for that query on the workload")
     _setting(c, "max_degree")
     c.add_argument("--describe", metavar="CONTROLLER",
                    choices=sorted(controllers.registered()) + sorted(placement_controllers()),
@@ -166,11 +167,12 @@ def _champion(args: argparse.Namespace) -> tuple[str, dict, dict[str, str]]:
     if clashing:
         raise InputError(f"--champion {args.champion} loads the promoted configuration as it is; drop "
                          f"{', '.join(clashing)}")
-    from jobs.champion import ChampionNotFound, load_champion
+    from jobs.champion import ChampionNotFound, champion_class, load_champion
     from jobs.recording.recorder import default_tracking_uri
 
     try:
-        champion = load_champion(args.tracking_uri or default_tracking_uri(), args.champion)
+        champion = load_champion(args.tracking_uri or default_tracking_uri(),
+                                 champion_class(args.champion, args.spark_query))
     except ChampionNotFound as exc:
         raise InputError(f"--champion {args.champion}: {exc}") from None
     tags = {"champion.model": champion.model, "champion.version": champion.version}

@@ -92,9 +92,11 @@ class RunActuators:
             self.hosts.close()
 
 
-def build_actuators(config, sc, controller: Controller, log: Callable[[str], None]) -> RunActuators:
-    """The actuators this backend has for this run; brings the executors to the controller's initial count."""
-    actuators = RunActuators(DegreeActuator(controller.initial_degrees()))
+def build_actuators(config, sc, controller: Controller, log: Callable[[str], None], degrees=None) -> RunActuators:
+    """The actuators this backend has for this run; brings the executors to the controller's initial count.
+    `degrees`: what carries out the operators' degrees when it is not the laboratory's per-batch repartition (a
+    native query's partitions, changed by restart: jobs.native.run.PartitionsActuator)."""
+    actuators = RunActuators(degrees or DegreeActuator(controller.initial_degrees()))
     if sc.master.startswith("local"):
         actuators.unavailable.append(Unavailable("executors", f"master {sc.master}: one local JVM, no executors "
                                                               "to add or remove"))

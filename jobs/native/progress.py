@@ -8,6 +8,9 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 
+SST_BYTES = "rocksdbSstFileSize"  # RocksDBStateStoreProvider's custom metric: the size of all its SST files
+
+
 class StateProgress(StreamingQueryListener):
     def __init__(self):
         self._rows: dict[int, dict[str, Any]] = {}
@@ -22,6 +25,8 @@ class StateProgress(StreamingQueryListener):
         operators = list(p.stateOperators or [])
         row["rows_total"] = float(sum(op.numRowsTotal for op in operators))
         row["memory_mb"] = sum(op.memoryUsedBytes for op in operators) / 2**20
+        # the state's size as RocksDB holds it (its SST files): what a repartition reads and rewrites
+        row["state_mb"] = sum(float((op.customMetrics or {}).get(SST_BYTES, 0)) for op in operators) / 2**20
         row["rows_dropped_by_watermark"] = float(sum(op.numRowsDroppedByWatermark for op in operators))
         watermark = (p.eventTime or {}).get("watermark")
         if watermark:
@@ -38,3 +43,8 @@ class StateProgress(StreamingQueryListener):
     def get(self, batch_id: int) -> dict[str, Any] | None:
         with self._lock:
             return self._rows.get(batch_id)
+
+    def latest(self) -> dict[str, Any] | None:
+        """The progress of the last batch reported (of whichever run of the query)."""
+        with self._lock:
+            return self._rows[max(self._rows)] if self._rows else None

@@ -21,6 +21,7 @@ from queries.api import QueryError
 from queries.loading import import_reference
 
 OUTPUT_MODES = ("append", "update", "complete")
+NATIVE_OPERATOR = "query"  # the one operator a controller sees: its degree is the query's partition count
 SHORTHANDS = {"native": "queries.native"}
 
 

@@ -23,24 +23,25 @@ import pandas as pd
 
 from controllers.actuation import Outcome
 from controllers.loop import ControlLoop, DecisionRecord
+from controllers.restart_cost import RestartCost
 from controllers.types import OperatorMetrics, Snapshot
+from jobs.calibrate_restart import this_masters_restart_cost
 from jobs.config import RunConfig
 from jobs.errors import RunFailed
 from jobs.native import checkpoint as ck
 from jobs.native.progress import StateProgress
-from jobs.native.query import Workload
+from jobs.native.query import NATIVE_OPERATOR, Workload
 from jobs.native.rescale import Restart, RestartingQuery
 from jobs.native.sink import NativeSink
 from jobs.native.stream import start_native_stream
 from jobs.paths import OUTPUT_MARKER
 from jobs.recording.recorder import LOCAL_STATE
-from jobs.recording.run_record import open_run, write_jsonl
+from jobs.recording.run_record import open_run, record_controller_and_workload, write_jsonl
 from jobs.sink_check import committed_from_checkpoint, verify_output
 from jobs.stopping import StopSignals
 from params.units import US
 from workloads import Schedule
 
-NATIVE_OPERATOR = "query"  # the one operator a controller sees: its degree is the query's partition count
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 NATIVE_SETTINGS = {
     # the state lives in RocksDB: off the JVM heap, checkpointed incrementally, and repartitionable
@@ -78,8 +79,9 @@ class PartitionsActuator:
 def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run a validated config whose `native_query` is set, end to end; returns the summary. Raises on failure (the
     MLflow run is FAILED with the reason)."""
+    from jobs.actuators import build_actuators
     from jobs.experiment import failure_reason, make_controller, ship_query_module
-    from jobs.spark_session import package_code, start_spark
+    from jobs.spark_session import controller_spark_settings, package_code, start_spark
 
     native = config.native_query
     stop = StopSignals()
@@ -88,7 +90,7 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
     controller = make_controller(config, schedule, log)
     recorder = open_run(config, controller, log)
     output = Path(config.output_dir) if config.output_dir else LOCAL_STATE / "runs" / recorder.run_id
-    spark = restarting = None
+    spark = restarting = actuators = None
     try:
         if output.exists():
             shutil.rmtree(output)
@@ -97,18 +99,30 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
         checkpoint = output / "checkpoint"
         ck.claim(checkpoint, native.ref)
         initial = controller.initial_degrees()[NATIVE_OPERATOR]
-        recorder.log_params({"spark_query": native.ref, "initial_partitions": initial, "trigger_s": config.trigger_s,
-                             "max_partitions": config.max_degree, "state_store": ROCKSDB,
-                             "workload_events": schedule.total_events})
-        spark = start_spark(config, package_code(output / "code.zip"), NATIVE_SETTINGS)
+        record_controller_and_workload(recorder, config, controller, schedule, output / "artifacts")
+        recorder.log_params({"spark_query": native.ref, "initial_partitions": initial, "state_store": ROCKSDB,
+                             "spark.master": config.master or "(spark-submit)"})
+        # Spark's dynamic allocation, when it is the controller, is configured at start-up like any Spark setting
+        spark = start_spark(config, package_code(output / "code.zip"),
+                            {**controller_spark_settings(controller), **NATIVE_SETTINGS})
         stop.install()  # after PySpark's own SIGINT handler, which would raise inside a Py4J call
         ship_query_module(native.module)
         recorder.log_params({"spark.version": spark.version, "spark.master.effective": spark.sparkContext.master})
         progress = StateProgress()
         spark.streams.addListener(progress)
+        restart_cost = this_masters_restart_cost(spark.sparkContext.master)
+        recorder.log_params({"restart_cost": restart_cost.source if restart_cost else "none (python -m "
+                             "jobs.calibrate_restart measures it)",
+                             **({f"restart_cost.{k}": v for k, v in restart_cost.to_dict().items() if k != "source"}
+                                if restart_cost else {})})
         actuator = PartitionsActuator(initial)
-        loop = ControlLoop(controller, [actuator])
-        run = _NativeRun(config, schedule, loop, actuator, progress, recorder, log)
+        # executors, live, where there are any (a cluster master): set when the controller decides them
+        actuators = build_actuators(config, spark.sparkContext, controller, log, degrees=actuator)
+        recorder.log_params({f"actuator.{a['actuator']}": "available" if a["available"] else
+                             f"unavailable: {a['reason']}" for a in actuators.describe()})
+        loop = ControlLoop(controller, actuators.chain)
+        run = _NativeRun(config, schedule, loop, actuator, progress, recorder, log, restart_cost,
+                         actuators.executors)
         sink = NativeSink(output / "sink", checkpoint, schedule, run.after_batch)
         run.sink = sink
         workload = Workload(config.spec, schedule.state())
@@ -126,6 +140,7 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
         anchor_file.with_suffix(".tmp").write_text(json.dumps({"anchor_us": anchor_us}))
         anchor_file.with_suffix(".tmp").rename(anchor_file)  # the source never reads a half-written anchor
         sink.anchor_us = run.anchor_us = anchor_us
+        actuators.anchor(anchor_us / US)
         log(f"streaming: {schedule.total_events} events over {config.spec.duration_s:g}s, native query "
             f"{native.ref}, trigger {config.trigger_s:g}s, controller {config.controller}, {initial} partition(s)")
         with stop.deferred():  # a stop signal is noted, and raises between two Spark calls (jobs.stopping)
@@ -134,7 +149,8 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
             restarting.settle(config.trigger_s)
         restarting.stop()
         time.sleep(0.5)  # the listener's last progress event
-        return run.finish(output, checkpoint, drained)
+        actuators.wind_down()
+        return run.finish(output, checkpoint, drained, actuators)
     except BaseException as exc:
         reason = failure_reason(exc)
         recorder.fail(reason, "".join(traceback.format_exception(exc)))
@@ -146,17 +162,24 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
                 restarting.stop()
             except Exception:
                 pass
+        if actuators is not None:
+            actuators.stop_watching()
         if spark is not None:
             spark.stop()
+        if actuators is not None:
+            actuators.release_hosts()  # the workers this run added go, whatever happened
 
 
 class _NativeRun:
     """The run's measurements and decisions between the sink (stream thread) and the main thread."""
 
     def __init__(self, config: RunConfig, schedule: Schedule, loop: ControlLoop, actuator: PartitionsActuator,
-                 progress: StateProgress, recorder, log: Callable[[str], None]):
+                 progress: StateProgress, recorder, log: Callable[[str], None],
+                 restart_cost: RestartCost | None = None, executors=None):
         self.config, self.schedule, self.loop, self.actuator = config, schedule, loop, actuator
         self.progress, self.recorder, self.log = progress, recorder, log
+        self.restart_cost = restart_cost  # this master's calibration: each restart's expected downtime
+        self.executors = executors  # on a cluster: observed every batch, set by the loop when the controller decides
         self.sink: NativeSink | None = None
         self.anchor_us: int | None = None
         self.batch_id = 0
@@ -175,6 +198,7 @@ class _NativeRun:
         partitions = row["partitions"]
         state = self.progress.get(row["spark_batch_id"] - 1)  # the previous batch's progress has arrived by now
         interval = row["interval_s"] or row["batch_duration_s"]
+        active = self.executors.observe() if self.executors is not None else None
         op = OperatorMetrics(NATIVE_OPERATOR, partitions, row["records_read"], row["records_out"],
                              row["batch_duration_s"] * partitions, partitions, row["batch_duration_s"],
                              row["batch_duration_s"])
@@ -183,14 +207,21 @@ class _NativeRun:
             batch_duration_s=row["batch_duration_s"], interval_s=interval,
             arrivals=self._arrivals(row), records_read=row["records_read"], backlog=row["backlog"],
             latency_p50_s=row.get("latency_p50_s"), latency_p95_s=row.get("latency_p95_s"),
-            latency_p99_s=row.get("latency_p99_s"), operators=(op,), max_degree=self.config.max_degree)
+            latency_p99_s=row.get("latency_p99_s"), operators=(op,), max_degree=self.config.max_degree,
+            executors=None if active is None else len(active),
+            slots=None if active is None else sum(v.cores for v in active))
         # a controller is asked again once its last change is in force (as in the laboratory, where a change is in
         # force from the next batch): a batch run while a restart is pending still ran at the old count
         changed = False
         if not (self.restarting or self.actuator.pending is not None):
             self.loop.step(snapshot)
             changed = self.loop.log[-1].changed
-        row.update({"batch_id": self.batch_id, "within_slo": within,
+        row.update({"batch_id": self.batch_id, "within_slo": within, "arrivals": snapshot.arrivals,
+                    "offered_rate": snapshot.arrivals / interval if interval > 0 else 0.0,
+                    f"degree_{NATIVE_OPERATOR}": partitions,  # the report's timeline reads degree_<operator>
+                    **({"executors": len(active), "executor_cores": sum(v.cores for v in active),
+                        "next_executors": self.loop.log[-1].executors if self.loop.log else None}
+                       if active is not None else {}),
                     "next_partitions": self.loop.degrees[NATIVE_OPERATOR], "decision_changed": int(changed),
                     **({f"state_{k}": v for k, v in state.items()} if state else {})})
         self.recorder.log_metrics_async({f"batch.{k}": v for k, v in row.items()
@@ -241,18 +272,24 @@ class _NativeRun:
         if target == restarting.partitions:
             return
         due_before = self.schedule.count_due(int(time.time() * US) - self.anchor_us)
+        state_mb = float((self.progress.latest() or {}).get("state_mb", 0.0))
         restart: Restart = restarting.rescale(target)
         backlog_built = self.schedule.count_due(int(time.time() * US) - self.anchor_us) - due_before
         record = {**restart.record(), "decided_at_s": outcome.requested_s,
-                  "started_at_s": restart.started_at - self.anchor_us / US, "arrived_meanwhile": backlog_built}
+                  "started_at_s": restart.started_at - self.anchor_us / US, "arrived_meanwhile": backlog_built,
+                  "state_mb": state_mb,
+                  **({"expected_downtime_s": self.restart_cost.rescale_s(state_mb)} if self.restart_cost else {})}
         outcome.effective_s = restart.started_at + restart.downtime_s - self.anchor_us / US
         outcome.measured = record
         self.restarts.append(record)
+        expected = (f", {record['expected_downtime_s']:.2f}s expected at {state_mb:.1f} MB of state"
+                    if "expected_downtime_s" in record else "")
         self.log(f"restart: {restart.from_partitions} -> {restart.to_partitions} partitions, downtime "
                  f"{restart.downtime_s:.2f}s (hold {restart.hold_s:.2f}, stop {restart.stop_s:.2f}, repartition "
-                 f"{restart.repartition_s:.2f}, start {restart.start_s:.2f}, first batch {restart.first_batch_s:.2f})")
+                 f"{restart.repartition_s:.2f}, start {restart.start_s:.2f}, first batch {restart.first_batch_s:.2f})"
+                 + expected)
 
-    def finish(self, output: Path, checkpoint: Path, drained: bool) -> dict[str, Any]:
+    def finish(self, output: Path, checkpoint: Path, drained: bool, actuators) -> dict[str, Any]:
         committed = committed_from_checkpoint(checkpoint)
         _, lost, duplicated = verify_output(output / "sink", committed, counts_events=None)
         rows = [r for r in self.sink.rows if "time_s" in r]
@@ -268,9 +305,18 @@ class _NativeRun:
             "records_lost": float(lost), "records_duplicated": float(duplicated),
             "scaling_actions": float(len(self.restarts)), "restarts": float(len(self.restarts)),
             "restart_downtime_s": float(sum(r["downtime_s"] for r in self.restarts)),
-            "cost_partition_seconds": float(sum((b - a) * p for a, b, p in spans)),
+            **({"restart_downtime_expected_s": float(sum(r["expected_downtime_s"] for r in self.restarts))}
+               if self.restart_cost else {}),
+            # the cost every report ranks on: a native query's stages each run one task per partition, so its
+            # partitions are the task slots it asks for (the project's choice while the executors are fixed)
+            "cost_slot_seconds": float(sum((b - a) * p for a, b, p in spans)),
             "drained": float(drained), "batches": float(len(rows)),
+            **{k: v for k, v in actuators.summary().items() if v is not None},
         }
+        executors = [(a, b, r["executor_cores"]) for (a, b, _), r in zip(spans, rows) if "executor_cores" in r]
+        if executors:  # on a cluster: what the executors held, as the laboratory's runs report it
+            summary["cost_executor_core_seconds"] = float(sum((b - a) * c for a, b, c in executors))
+            summary["executors_mean"] = float(np.mean([r["executors"] for r in rows if "executors" in r]))
         self.recorder.flush()
         self.recorder.log_summary(summary)
         artifacts = output / "artifacts"
@@ -278,12 +324,13 @@ class _NativeRun:
         pd.DataFrame(rows).to_parquet(artifacts / "batches.parquet", index=False)
         write_jsonl(artifacts / "decisions.jsonl", [d.to_dict() for d in self.loop.log])
         write_jsonl(artifacts / "restarts.jsonl", self.restarts)
+        (artifacts / "actuators.json").write_text(json.dumps(actuators.describe(), indent=2))
         result = {"run_id": self.recorder.run_id, "controller": self.config.controller,
                   "spark_query": self.config.native_query.ref, "workload": self.config.workload_label(),
                   "seed": self.schedule.spec.seed, "tracking_uri": self.recorder.tracking_uri, "status": "FINISHED",
                   "output_dir": str(output), **summary}
         (artifacts / "summary.json").write_text(json.dumps(result, indent=2))
-        for name in ("batches.parquet", "decisions.jsonl", "restarts.jsonl", "summary.json"):
+        for name in ("batches.parquet", "decisions.jsonl", "restarts.jsonl", "actuators.json", "summary.json"):
             self.recorder.log_artifact(artifacts / name)
         self.recorder.finish("FINISHED")
         if self.config.summary_json:

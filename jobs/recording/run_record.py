@@ -71,13 +71,9 @@ def open_run(config: RunConfig, controller: Controller, log: Callable[[str], Non
 def record_configuration(recorder: RunRecorder, config: RunConfig, controller: Controller, schedule: Schedule,
                          controller_settings: dict[str, str], artifacts: Path) -> None:
     """Everything the run was asked to do, before it starts: parameters, workload, topology, Spark settings."""
-    spec, topology = config.spec, config.topo
+    topology = config.topo
     recorder.log_params({
-        **flatten("controller", {"name": config.controller, **controller.params}),
-        **flatten("workload", spec.to_dict()),
         **query_params(config),
-        "slo.latency_s": config.slo_latency_s, "slo.target": config.slo_target,
-        "trigger_s": config.trigger_s, "max_degree": config.max_degree,
         "source_partitions": config.source_partitions, "chain_operators": config.chain_operators,
         "max_events_per_batch": config.max_events_per_batch,
         "spark.master": config.master or "(spark-submit)",
@@ -86,24 +82,39 @@ def record_configuration(recorder: RunRecorder, config: RunConfig, controller: C
         # what the guards size a batch with before they have measured one (jobs.cost_prior)
         "cost_prior": config.cost_prior.source if config.cost_prior is not None else "none",
         "host_scaling": config.host_scaling, "host_provisioning_delay_s": config.host_provisioning_delay_s,
-        **controller.run_params(),
     })
     if config.placement:
         recorder.log_params({**flatten("placement", {"name": config.placement, **config.placement_params}),
                              "placement.key_groups": config.key_groups})
+    record_controller_and_workload(recorder, config, controller, schedule, artifacts)
+    if config.query is None:
+        recorder.log_dict(topology.to_dict(), "config/topology.json")
+    recorder.log_dict(describe_query(config.job_query), "config/query.json")
+
+
+def record_controller_and_workload(recorder: RunRecorder, config: RunConfig, controller: Controller,
+                                   schedule: Schedule, artifacts: Path) -> None:
+    """What every run records, a native query's too: the controller's full parameters (config/controller.json, which
+    a promotion registers), the workload and its schedule, the SLO and the trigger."""
+    spec = config.spec
+    recorder.log_params({
+        **flatten("controller", {"name": config.controller, **controller.params}),
+        **flatten("workload", spec.to_dict()),
+        "slo.latency_s": config.slo_latency_s, "slo.target": config.slo_target,
+        "trigger_s": config.trigger_s, "max_degree": config.max_degree,
+        **controller.run_params(),
+    })
     recorder.log_dict({"controller": config.controller, "params": controller.params}, "config/controller.json")
     recorder.log_dict(spec.to_dict(), "config/workload.json")
     recorder.log_dict(schedule.summary(), "config/workload_summary.json")
     recorder.log_params({"workload.total_events": schedule.total_events,
                          "workload.sha256": hashlib.sha256(spec.to_json().encode()).hexdigest()})
-    if config.query is None:
-        recorder.log_dict(topology.to_dict(), "config/topology.json")
-    recorder.log_dict(describe_query(config.job_query), "config/query.json")
     for name, content in controller.run_artifacts().items():
         if isinstance(content, str):
             recorder.log_text(content, name)
         else:
             recorder.log_dict(content, name)
+    artifacts.mkdir(parents=True, exist_ok=True)
     recorder.log_artifact(workload_png(schedule, artifacts / "workload.png"))
 
 

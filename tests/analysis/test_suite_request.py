@@ -232,3 +232,35 @@ def test_a_suite_of_queries_runs_each_case_once_per_query_and_names_a_bad_one():
     message = str(err.value)
     assert "params.queries[1]: " in message and "has no function 'q6'" in message
     assert "unknown operator" in message or "enrich" in message  # q1 has no operator 'enrich'
+
+
+def test_a_suite_of_native_queries_runs_each_case_by_restart_and_names_what_cannot_run():
+    request = SuiteRequest.from_mapping({"controllers": ["static:degree=2", "threshold"], "workloads": ["step"],
+                                         "seeds": [1, 2], "spark_queries": ["native:windowed_count", "native:q5"]})
+    cases = request.cases()
+    assert len(cases) == 2 * 2 * 2 and {c.spark_query for c in cases} == {"native:windowed_count", "native:q5"}
+    assert all(c.query is None for c in cases)  # no benchmark-topology cases beside the native ones
+    case = next(c for c in cases if c.spark_query == "native:q5")
+    args = case.run_args(request, experiment="e", tracking_uri="sqlite:///x.db", parent_run_id="p")
+    assert args[args.index("--spark-query") + 1] == "native:q5" and "--query" not in args
+    assert case.label() == "step.native-q5"
+    with pytest.raises(SuiteError) as err:
+        SuiteRequest.from_mapping({"controllers": ["static:degree=1,degrees={enrich: 3}"], "workloads": ["step"],
+                                   "spark_queries": ["native:windowed_count", "native:q9", 3],
+                                   "include_oracle": True}, "s.yaml")
+    message = str(err.value)
+    assert "s.yaml.spark_queries: expected a list of MODULE:FUNCTION references" in message
+    with pytest.raises(SuiteError) as err:
+        SuiteRequest.from_mapping({"controllers": ["static:degree=1,degrees={enrich: 3}"], "workloads": ["step"],
+                                   "spark_queries": ["native:windowed_count", "native:q9"],
+                                   "include_oracle": True}, "s.yaml")
+    message = str(err.value)
+    assert "s.yaml.spark_queries[1]: " in message and "has no function 'q9'" in message
+    assert "s.yaml.include_oracle: " in message
+    assert "enrich" in message  # a native query's one operator is `query`
+
+
+def test_a_suite_may_hold_laboratory_and_native_queries_side_by_side():
+    request = SuiteRequest.from_mapping({"controllers": ["static:degree=2"], "workloads": ["step"],
+                                         "queries": ["nexmark:q1"], "spark_queries": ["native:q7"]})
+    assert [(c.query, c.spark_query) for c in request.cases()] == [("nexmark:q1", None), (None, "native:q7")]

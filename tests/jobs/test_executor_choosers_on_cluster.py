@@ -68,3 +68,30 @@ def test_multilevel_moves_to_the_table_row_with_more_executors_when_the_load_ste
     assert (batches.loc[batches.index > (registered[0] if len(registered) else batches.index[-1]),
                         "degree_enrich"] == 2).all(), seen
     assert (batches.loc[batches["executors"] == 1, "degree_enrich"] == 1).all(), seen
+
+
+def test_a_native_query_gets_executors_live_and_partitions_by_restart_on_the_cluster(standalone_cluster, tracking_uri,
+                                                                                      mlflow_client, tmp_path):
+    """Both of Spark's knobs on one native query: one executor, a second added live after batch 2 (no restart), the
+    partitions 2 -> 4 by restart after batch 4, on the standalone cluster's two one-core workers; nothing lost or
+    duplicated, and the restart's state repartition done by the cluster's executors."""
+    proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "scripted",
+                    "--spark-query", "native:windowed_count", "--param", "initial_degree=2",
+                    "--param", "initial_executors=1", "--param", "executor_changes={2: 2}",
+                    "--param", "changes={4: {query: 4}}", "--workload", "constant", "--duration", "20",
+                    "--tracking-uri", tracking_uri, "--experiment", "it-native-cluster",
+                    "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = only_run(mlflow_client, "it-native-cluster")
+    m = run.data.metrics
+    assert run.info.status == "FINISHED" and run.data.params["actuator.executors"] == "available"
+    assert m["records_lost"] == 0 and m["records_duplicated"] == 0
+    assert m["executor_changes"] == 1 and m["executor_changes_incomplete"] == 0 and m["restarts"] == 1
+    assert m["cost_executor_core_seconds"] > 0
+    batches = artifact_table(mlflow_client, run, "batches.parquet", tmp_path).set_index("batch_id")
+    seen = batches[["time_s", "executors", "next_executors", "partitions"]].to_string()
+    assert batches.loc[2, "executors"] == 1 and batches.loc[2, "next_executors"] == 2, seen
+    assert batches["executors"].max() == 2 and set(batches["partitions"]) == {2, 4}, seen
+    decisions = artifact_table(mlflow_client, run, "decisions.jsonl", tmp_path)
+    actuators = [o["actuator"] for outs in decisions["outcomes"] for o in outs]
+    assert sorted(actuators) == ["executors", "partitions"]

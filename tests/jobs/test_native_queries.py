@@ -2,8 +2,6 @@
 rescales by restart (stop, repartition the checkpoint's state, start), with nothing lost or duplicated."""
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import pytest
 
@@ -116,40 +114,6 @@ def test_bad_queries_are_refused_before_the_stream_starts(spark, schedule, tmp_p
                             tmp_path / "checkpoint", 1.0, tmp_path / "hold", anchor_us=ANCHOR_US)
     assert not spark.streams.active
     assert not (tmp_path / "checkpoint" / "commits").exists()  # nothing ran
-
-
-def test_a_run_from_the_command_line_records_its_restarts(tmp_path, tracking_uri, mlflow_client):
-    from tests.support import run_cli
-
-    summary_path = tmp_path / "summary.json"
-    result = run_cli(["--controller", "scripted", "--param", "initial_degree=2", "--param",
-                      "changes={3: {query: 4}}", "--spark-query", "native:windowed_count", "--workload", "constant",
-                      "--duration", "16", "--seed", "2", "--master", "local[2]", "--trigger", "1",
-                      "--tracking-uri", tracking_uri, "--output-dir", str(tmp_path / "out"),
-                      "--summary-json", str(summary_path), "--quiet"], timeout=400)
-    assert result.returncode == 0, result.stderr[-3000:]
-    summary = json.loads(summary_path.read_text())
-    assert (summary["records_lost"], summary["records_duplicated"]) == (0, 0)
-    from workloads.spec import load_workload
-
-    spec = load_workload("constant").with_overrides(duration_s=16, seed=2)
-    assert summary["records_in"] == Schedule(spec).total_events
-    assert summary["restarts"] == 1 and summary["restart_downtime_s"] > 0
-    run = mlflow_client.get_run(summary["run_id"])
-    assert run.info.status == "FINISHED" and run.data.tags["spark_query"] == "native:windowed_count"
-    restarts = [json.loads(line) for line in (tmp_path / "out" / "artifacts" / "restarts.jsonl").read_text()
-                .splitlines()]
-    assert [(r["from_partitions"], r["to_partitions"]) for r in restarts] == [(2, 4)]
-    assert restarts[0]["repartition_s"] > 0 and restarts[0]["downtime_s"] >= restarts[0]["repartition_s"]
-    decisions = [json.loads(line) for line in (tmp_path / "out" / "artifacts" / "decisions.jsonl").read_text()
-                 .splitlines()]
-    changed = [d for d in decisions if d["changed"]]
-    assert len(changed) == 1 and changed[0]["outcomes"][0]["measured"]["to_partitions"] == 4
-    batches = pd.read_parquet(tmp_path / "out" / "artifacts" / "batches.parquet")
-    assert set(batches["partitions"]) == {2, 4}  # as Spark ran them, read from its offsets log
-    logged = {a.path for a in mlflow_client.list_artifacts(summary["run_id"])}
-    assert {"restarts.jsonl", "decisions.jsonl", "batches.parquet", "summary.json"} <= logged
-
 
 
 def test_a_rescale_killed_inside_the_repartition_is_resumed_by_a_retry(spark, tmp_path):
