@@ -37,14 +37,20 @@ def compare(runs: pd.DataFrame, slo_target: float | None = None) -> str:
         else:
             ranked = rank(finished, slo_target=target)
             width = max(len("config"), *(len(c) for c in ranked["config"]))
+            # a native query's rescales are restarts: how many, and the downtime they cost (means over seeds)
+            restarts = (finished.groupby("config")[["restarts", "restart_downtime_s"]].mean()
+                        if "restarts" in finished and finished["restarts"].fillna(0).any() else None)
             lines.append(f"  rank  {'config':<{width}}  runs  {'SLO attainment':<24}  {'cost slot-s':<22}  "
-                         f"{'p99 latency s':<20}")
+                         f"{'p99 latency s':<20}" + ("  restarts  downtime s" if restarts is not None else ""))
             for _, row in ranked.iterrows():
                 tie = f"  (tied with {row['tied_with']})" if row["tied_with"] else ""
                 miss = "" if row["meets_slo"] else "  misses SLO"
+                down = ("" if restarts is None else
+                        f"  {restarts.loc[row['config'], 'restarts']:>8.1f}  "
+                        f"{restarts.loc[row['config'], 'restart_downtime_s']:>10.1f}")
                 lines.append(f"  {row['rank']:>4}  {row['config']:<{width}}  {row['runs']:>4}  "
                              f"{_fmt(row, 'slo_attainment', '.3f'):<24}  {_fmt(row, 'cost_slot_seconds', '.0f'):<22}  "
-                             f"{_fmt(row, 'latency_p99_s', '.2f'):<20}{miss}{tie}")
+                             f"{_fmt(row, 'latency_p99_s', '.2f'):<20}{down}{miss}{tie}")
             lines.append(f"  Pareto front (cost vs SLO violations): {', '.join(pareto_front(ranked))}")
         bad = group[group["status"] != "FINISHED"]
         for _, row in bad.iterrows():

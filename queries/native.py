@@ -71,21 +71,21 @@ def _bids(events, workload):
 
 
 def q5(events, workload):
-    """Hot items: per sliding window (10 s every 5 s), the auction(s) with the most bids. Bids per (window,
-    auction) are Spark's windowed count in its state store; the top per window is taken per micro-batch of closed
-    windows (append mode: a window's counts are final when emitted), in the sink's DataFrame."""
+    """Hot items: per sliding window (10 s every 5 s), the auction(s) with the most bids. Two of Spark's stateful
+    aggregations chained in append mode: bids per (window, auction), then, per window, its highest count and the
+    auctions that reached it. The second groups on `window_time` of the first's window (its end less 1 µs) in
+    tumbling windows of the slide, which holds exactly one sliding window each, so the watermark carries over."""
     from pyspark.sql import functions as F
 
     counts = (_bids(events, workload).groupBy(F.window("event_time", WINDOW, SLIDE), "auction")
               .agg(F.count(F.lit(1)).alias("bids")))
-    return counts.select((F.unix_micros(F.col("window.start"))).alias("window_start_us"), "auction", "bids")
-
-
-def q5_answer(rows: pd.DataFrame) -> pd.DataFrame:
-    """q5's result from its emitted counts: per window, every auction with the window's highest count."""
-    top = rows[rows["bids"] == rows.groupby("window_start_us")["bids"].transform("max")]
-    return top[["window_start_us", "auction", "bids"]].sort_values(
-        ["window_start_us", "auction", "bids"], ignore_index=True)
+    per_window = (counts.groupBy(F.window(F.window_time("window"), SLIDE).alias("slide"))
+                  .agg(F.max("bids").alias("top"), F.collect_list(F.struct("auction", "bids")).alias("counts")))
+    # the sliding window ends where its slide does: it started one window length before that end
+    start_us = F.unix_micros(F.col("slide.end")) - F.lit(ref.WINDOW_US)
+    return (per_window.select(start_us.alias("window_start_us"),
+                              F.explode(F.filter("counts", lambda c: c["bids"] == F.col("top"))).alias("hot"))
+            .select("window_start_us", "hot.auction", "hot.bids"))
 
 
 def q7(events, workload):

@@ -30,7 +30,7 @@ from jobs.config import RunConfig
 from jobs.errors import RunFailed
 from jobs.native import checkpoint as ck
 from jobs.native.progress import StateProgress
-from jobs.native.query import NATIVE_OPERATOR, Workload
+from jobs.native.query import NATIVE_OPERATOR, NativeQueryError, Workload
 from jobs.native.rescale import Restart, RestartingQuery
 from jobs.native.sink import NativeSink
 from jobs.native.stream import start_native_stream
@@ -155,6 +155,9 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
         reason = failure_reason(exc)
         recorder.fail(reason, "".join(traceback.format_exception(exc)))
         exc.failure_line = reason
+        if isinstance(exc, NativeQueryError) and ck.last_committed(output / "checkpoint") is None:
+            # Spark refused the query before its first batch: nothing of it is worth keeping but the failed run
+            shutil.rmtree(output, ignore_errors=True)
         raise
     finally:
         if restarting is not None:

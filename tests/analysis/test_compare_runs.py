@@ -121,3 +121,19 @@ def test_regret_is_cost_per_unit_of_slo_above_the_oracles_also_where_the_oracle_
     assert out.loc[("bursty", "ds2"), "attainment_gap_to_oracle"] == pytest.approx(-0.1)
     assert out.loc[("bursty", "oracle"), "regret_to_oracle"] == pytest.approx(0.0)
     assert pd.isna(out.loc[("other", "ds2"), "regret_to_oracle"])  # no oracle run on that workload
+
+
+def test_restarts_of_native_runs_are_compared_beside_the_ranking():
+    import pandas as pd
+
+    rows = [{"run_id": f"{config}-{seed}", "status": "FINISHED", "config": config, "config_id": config,
+             "workload": "step.native-q5", "seed": seed, "slo_target": 0.95, "slo_attainment": 0.99,
+             "cost_slot_seconds": cost + seed, "latency_p99_s": 2.0, "restarts": restarts + seed % 2,
+             "restart_downtime_s": 2.5 * (restarts + seed % 2)}
+            for config, cost, restarts in (("static:degree=2", 120, 0), ("threshold", 90, 2)) for seed in range(4)]
+    rows = [{**r, "restarts": 0, "restart_downtime_s": 0.0} if r["config"].startswith("static") else r for r in rows]
+    lines = compare(pd.DataFrame(rows)).splitlines()
+    assert "restarts  downtime s" in lines[1]
+    threshold = next(line for line in lines if " threshold " in line)
+    assert threshold.split()[-2:] == ["2.5", "6.2"]  # 2, 3, 2, 3 restarts of 2.5 s each
+    assert "restarts" not in compare(pd.DataFrame([{**r, "restarts": 0} for r in rows])).splitlines()[1]

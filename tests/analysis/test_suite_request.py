@@ -264,3 +264,14 @@ def test_a_suite_may_hold_laboratory_and_native_queries_side_by_side():
     request = SuiteRequest.from_mapping({"controllers": ["static:degree=2"], "workloads": ["step"],
                                          "queries": ["nexmark:q1"], "spark_queries": ["native:q7"]})
     assert [(c.query, c.spark_query) for c in request.cases()] == [("nexmark:q1", None), (None, "native:q7")]
+
+
+def test_the_native_suite_in_the_repository_is_valid():
+    from workloads.traces import traces_dir
+
+    if not (traces_dir() / "google2011_task_events").exists():
+        pytest.skip(f"the native suite replays real traces; none at {traces_dir()} (set ELASTIC_TRACES_DIR)")
+    request = SuiteRequest.from_file(REPO_ROOT / "suites" / "native.yaml")
+    assert request.spark_queries == ("native:windowed_count",) and not request.queries
+    assert all(case.spark_query == "native:windowed_count" for case in request.cases())
+    assert len(request.cases()) == len(request.variants) * len(request.workloads) * len(request.seeds) == 24

@@ -72,7 +72,7 @@ def test_nexmark_equals_reference_across_a_rescale(spark, schedule, streams, tmp
     if name == "q5":
         expected = ref.q5(bids)
         expected = expected[expected["window_start_us"] + ref.WINDOW_US <= last_bid_us]
-        got = native.q5_answer(rows)
+        got = rows
     elif name == "q7":
         expected = ref.q7(bids)
         expected = expected[expected["window_start_us"] + ref.WINDOW_US <= last_bid_us]
