@@ -126,13 +126,12 @@ def _request(args, tracking_uri: str) -> SuiteRequest:
     """The suite to run: a suite file (part of it with --seeds/--workloads/--controllers) or the demo's options;
     with the oracle added when the suite asks for it."""
     if not args.suite:
-        spark_query = getattr(args, "spark_query", None)
-        defaults = NATIVE_VARIANTS if spark_query else DEFAULT_VARIANTS
+        defaults = NATIVE_VARIANTS if args.spark_query else DEFAULT_VARIANTS
         options = {"controllers": args.variant or list(defaults), "workloads": [args.workload],
                    "seeds": [args.seed], "duration_s": args.duration, "slo_latency_s": args.slo_latency,
-                   **({"spark_queries": [spark_query]} if spark_query else {})}
+                   **({"spark_queries": [args.spark_query]} if args.spark_query else {})}
         return SuiteRequest.from_mapping(options, where="demo options")
-    if getattr(args, "spark_query", None):
+    if args.spark_query:
         raise SuiteError("--spark-query: a suite file names its queries itself (spark_queries)")
     request = SuiteRequest.from_file(Path(args.suite))
     if args.seeds:

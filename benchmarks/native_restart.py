@@ -43,15 +43,14 @@ def ratios(result: dict) -> list[dict]:
 
 
 def fit_downtime(results: list[dict]) -> tuple[float, float]:
-    """Least squares over every rescale: downtime = fixed + per_mb x logical state MB."""
-    import numpy as np
+    """(fixed, per MB): the restart calibration's fit (controllers.restart_cost) over every rescale, against the
+    logical state size this page's table is by."""
+    from controllers.restart_cost import fit_restart_cost
 
-    points = [(res["logical_state_mb"], r["downtime_s"]) for res in results for r in res["restarts"]
-              if r["repartitioned"]]
-    if len({mb for mb, _ in points}) < 2:
-        return (float(np.mean([d for _, d in points])) if points else 0.0), 0.0
-    per_mb, fixed = np.polyfit([mb for mb, _ in points], [d for _, d in points], 1)
-    return float(fixed), float(per_mb)
+    restarts = [(res["logical_state_mb"], r) for res in results for r in res["restarts"]]
+    cost = fit_restart_cost([(mb, r["downtime_s"]) for mb, r in restarts if r["repartitioned"]],
+                            [r["downtime_s"] for _, r in restarts if not r["repartitioned"]])
+    return cost.rescale_fixed_s, cost.rescale_per_mb_s
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,11 +35,9 @@ SEQUENCE = [(2, False), (4, True), (4, False), (2, True)] * 2  # (partitions aft
 
 def calibrate_restart(master: str, sizes_mb: Sequence[float], out: Path, tracking_uri: str | None,
                       experiment: str, sequence=SEQUENCE) -> RestartCost:
-    from mlflow.tracking import MlflowClient
-
     from jobs.native.restart_measure import measure_restarts
     from jobs.native.run import NATIVE_SETTINGS
-    from jobs.recording.recorder import default_tracking_uri, ensure_experiment
+    from jobs.recording.recorder import RunRecorder, default_tracking_uri
     from jobs.recording.run_record import write_jsonl
     from jobs.spark_session import package_code, start_spark
 
@@ -70,20 +68,16 @@ def calibrate_restart(master: str, sizes_mb: Sequence[float], out: Path, trackin
     tmp_out = out.with_suffix(".tmp")
     tmp_out.write_text(yaml.safe_dump({"restart_cost": cost.to_dict(), "measured": measured}, sort_keys=False))
     tmp_out.rename(out)  # a reader never sees half a file
-    uri = tracking_uri or default_tracking_uri()
-    if uri.startswith("sqlite:"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    client = MlflowClient(uri)
-    run = client.create_run(ensure_experiment(client, experiment, uri), run_name=f"restart calibration {effective}",
-                            tags={"kind": "calibration-restart"})
-    for key, value in {**cost.to_dict(), "master": effective, "sizes_mb": ",".join(f"{s:g}" for s in sizes_mb),
-                       "restarts": len(restarts)}.items():
-        client.log_param(run.info.run_id, f"restart_cost.{key}", value)
+    recorder = RunRecorder(tracking_uri or default_tracking_uri(), experiment, f"restart calibration {effective}",
+                           tags={"kind": "calibration-restart"})
+    recorder.log_params({f"restart_cost.{key}": value for key, value in {
+        **cost.to_dict(), "master": effective, "sizes_mb": ",".join(f"{s:g}" for s in sizes_mb),
+        "restarts": len(restarts)}.items()})
     with tempfile.TemporaryDirectory() as tmp:
         write_jsonl(Path(tmp) / "restarts.jsonl", restarts)
-        client.log_artifact(run.info.run_id, str(Path(tmp) / "restarts.jsonl"))
-    client.log_artifact(run.info.run_id, str(out), "calibration")
-    client.set_terminated(run.info.run_id, "FINISHED")
+        recorder.log_artifact(Path(tmp) / "restarts.jsonl")
+    recorder.client.log_artifact(recorder.run_id, str(out), "calibration")
+    recorder.finish()
     return cost
 
 

@@ -162,7 +162,7 @@ def test_the_demo_runs_a_suite_file_or_part_of_it(tmp_path):
 
     suite = tmp_path / "s.yaml"
     suite.write_text("controllers: [static, threshold]\nworkloads: [step, ramp]\nseeds: [1, 2, 3]\nduration_s: 20\n")
-    args = Namespace(suite=str(suite), seeds="2", workloads="ramp", controllers=None)
+    args = Namespace(suite=str(suite), seeds="2", workloads="ramp", controllers=None, spark_query=None)
     request = _request(args, f"sqlite:///{tmp_path}/m.db")
     assert request.cases() == [Case("static", "ramp", 2), Case("threshold", "ramp", 2)]
     args.controllers = "threshold"
@@ -172,7 +172,7 @@ def test_the_demo_runs_a_suite_file_or_part_of_it(tmp_path):
                                       ("a", None, "--seeds 'a': expected comma-separated integers"),
                                       (None, "flash", "--workloads: ['flash'] not among")):
         with pytest.raises(SuiteError, match=problem.replace("[", r"\[")):
-            _request(Namespace(suite=str(suite), seeds=seeds, workloads=workloads, controllers=None),
+            _request(Namespace(suite=str(suite), seeds=seeds, workloads=workloads, controllers=None, spark_query=None),
                      "sqlite:///unused.db")
 
 

@@ -11,7 +11,10 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+import controllers
+from jobs.run import build_parser, config_from_args
 from tests.dags.dag_runs import EXPERIMENT, assert_state, run_dag, sqlite_uri, states
+from workloads import Schedule, load_workload
 
 pytestmark = pytest.mark.spark
 
@@ -39,8 +42,6 @@ def test_a_native_query_runs_rescales_reports_and_is_promoted_from_the_experimen
     tags, metrics = child.data.tags, child.data.metrics
     assert child.info.status == "FINISHED" and tags["spark_query"] == "native:windowed_count"
     assert tags["workload"] == "constant.native-windowed_count"
-    from workloads import Schedule, load_workload
-
     assert metrics["records_in"] == Schedule(load_workload("constant").with_overrides(duration_s=16, seed=2)
                                              ).total_events
     assert (metrics["records_lost"], metrics["records_duplicated"]) == (0, 0)
@@ -63,14 +64,10 @@ def test_a_native_query_runs_rescales_reports_and_is_promoted_from_the_experimen
     # promoted for this query on this workload; `--champion constant --spark-query ...` starts with it
     version = client.get_model_version_by_alias("controller-for-constant.native-windowed_count", "champion")
     assert version.tags["spark_query"] == "native:windowed_count"
-    from jobs.run import build_parser, config_from_args
-
     args = build_parser().parse_args(["--champion", "constant", "--spark-query", "native:windowed_count",
                                       "--tracking-uri", uri])
     config = config_from_args(args)
     assert (config.controller, config.workload, config.spark_query) == ("scripted", "constant",
                                                                         "native:windowed_count")
-    import controllers
-
     assert controllers.config_id(config.controller, config.controller_params) == version.tags["config_id"]
     assert config.tags["champion.version"] == str(version.version)
