@@ -35,8 +35,7 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   (or to the proposal, if higher), without stabilisation, band or cost test: a burst shorter than a trigger interval
   is met by the batch that reads it, and paid for that batch only. Not where the events already waiting would need
   more than the vector it returns to (a burst longer than its batch): the next start would raise again, so the
-  burst's vector stays until a batch leaves little waiting. With `burst_hold_s` the burst's vector stays
-  instead until no batch has needed it for that long (for an engine where a change restarts the job). A batch at
+  burst's vector stays until a batch leaves little waiting. A batch at
   other degrees than the last one's runs longer than the last batch's costs predict (on Spark it plans a new shuffle
   layout and starts new tasks: 8.5-13 % measured), so a raised vector, and a current one the last review changed,
   must fit the budget with `burst_headroom` to spare. Before any batch large enough to measure (`min_records`) —
@@ -71,10 +70,7 @@ Sizing (the controller asks; `Guards` keeps what it needs):
   or over the run where it is bounded and shorter (`RunContext.duration_s`: a replayed workload is judged over it),
   and there no raise is taken that the rest of the run cannot repay (`_raise_can_pay`), nor a lowering whose freed
   slots the rest of the run cannot repay. With `settle_rate_sizing` (off by default), a raise at a batch start is
-  also sized for the next batch, on what arrives meanwhile at the last trigger interval's rate (or the last
-  `settle_rate_window_s`'s). With `settle_rescue_kept` (off by default), such a raise is cut to what a vector held
-  through the same arrivals would need where the rest saves fewer late events than the error budget
-  (`_settle_rescue_kept`). It replaces burst sizing and the controller's proposal (recorded in the
+  also sized for the next batch, on what arrives meanwhile at the last trigger interval's rate. It replaces burst sizing and the controller's proposal (recorded in the
   details, not applied), so `ds2:settle=true` and `threshold:settle=true` act alike; slot bounds, blocks already set
   and excluded periods hold; the ineffective-scaling check is not run on its raises (they are sized on the observed
   curve already).
@@ -239,10 +235,6 @@ GUARD_PARAMS: dict[str, Param] = {
                                       "read if the current one would take longer than the catch-up time, and return "
                                       "after that batch (Guards.batch_start)", search_when=("guards", True),
                           search=Choices((True, False))),
-    "burst_hold_s": Param(float, 0.0, "guards: after a burst sizing, keep the burst's vector until no batch has "
-                                      "needed it for this long (0: back after the burst batch). The price of a "
-                                      "change, paid in held slots: for engines where a change restarts the job",
-                          0.0, search_when=("guards", True), search=SearchRange(0.0, 180.0)),
     "burst_headroom": Param(float, BURST_HEADROOM, "guards: burst sizing fits a batch at changed degrees (a raise, "
                                                    "or the vector the last review set) into the budget with this "
                                                    "share of its predicted time to spare: such a batch runs longer "
@@ -311,21 +303,6 @@ GUARD_PARAMS: dict[str, Param] = {
                                              "interval (a burst still arriving is more than the events waiting: "
                                              "sized on those alone, the next batch is late and takes a second raise; "
                                              "off by default: in the plant it took more actions than it saved)",
-                                search_when=("settle", True), search=Choices((True, False))),
-    "settle_rate_window_s": Param(float, 0.0, "guards, settle, rate sizing: the seconds of the latest arrivals whose "
-                                              "rate the batch after a raise is sized for (0: the last trigger "
-                                              "interval; a shorter window tells a burst still arriving from one "
-                                              "that ended within the interval, which a 2-s mean spreads over the "
-                                              "next batch too; a 0.25-s bin is the finest the job reports)",
-                                  0.0, search_when=("settle_rate_sizing", True), search=SearchRange(0.25, 2.0)),
-    "settle_rescue_kept": Param(bool, False, "guards, settle: a raise at a batch start takes only the degrees a "
-                                             "vector held through the same arrivals would need (replayed on the "
-                                             "trigger grid, the waiting events included: what the trim would keep), "
-                                             "not the ones that only rescue events that have waited long already; "
-                                             "held, those cost slots to the end of the run, and taken back by the "
-                                             "trim, an action; where the rest of the raise saves fewer late events "
-                                             "than the error budget (off by default: on Spark it cut nothing on the "
-                                             "real-time Google trace, 2026-12-04)",
                                 search_when=("settle", True), search=Choices((True, False))),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
@@ -425,9 +402,6 @@ class Guards:
         self.gains: dict[str, float] = {}
         self._lower_since: float | None = None  # since when lower vectors have been proposed without a break
         self._before_burst: dict[str, int] | None = None  # the vector a batch-start burst sizing raised
-        self._burst_base: dict[str, int] | None = None  # with burst_hold_s: the vector before the held bursts
-        self._burst_last_s: float | None = None  # with burst_hold_s: when a batch last needed the burst capacity
-        self._burst_needed = False  # batch_start saw a batch the vector before the bursts would not have fitted
         self._sized_for_lag: dict[str, int] | None = None  # the vector a scale-up sized for a backlog set
         self._follow_live = False  # bind: slots unknown before the run, so the live count bounds the degrees
         self._segments: deque[tuple[float, float, float]] = deque()  # settle: (start, end, events) arrivals
@@ -436,8 +410,6 @@ class Guards:
         self._settle_anchor: tuple[float, int] | None = None  # settle: (end, backlog) of the first batch after it
         self._settle_no_raise: str | None = None  # settle: which test held a raise the budget called for, if one did
         self._settle_start_held: str | None = None  # the same at the last batch start, for the next review's record
-        self._settle_rescued: str | None = None  # settle: the raise a batch start cut to what a held vector needs
-        self._settle_rescue_note: str | None = None  # settle: what the rescue test weighed at the last batch start
         # settle: the vector before a raise the review after its batch may still trim back towards (None: no trim due)
         self._settle_trim_floor: dict[str, int] | None = None
         self._settle_trimmed = False  # settle: the vector held now is a trim's
@@ -658,8 +630,6 @@ class Guards:
         the degrees in force (a policy's +2, the detector's +1) steps from its own, not from the burst's, which the
         review takes back (and a step past the burst's degrees at the slot bound would be lost with it)."""
         base = self._before_burst
-        if self._burst_base is not None and any(current[op] > self._burst_base[op] for op in self.operators):
-            base = self._burst_base
         return dict(base) if self.enabled and base is not None else dict(current)
 
     # ---- sizing helpers ----
@@ -743,8 +713,6 @@ class Guards:
         work, batch_s = self._batch_model(last, pending)
         if not work:
             return None
-        if self._burst_base is not None and batch_s(self._burst_base) > budget:
-            self._burst_needed = True  # a held burst vector in use: its hold starts again
         # a batch at other degrees than the last one's runs longer than its costs predict (a new shuffle layout, new
         # tasks): the margin applies to a raise, and to the current vector where the last review changed it
         margin = 1.0 + self.params["burst_headroom"]
@@ -761,9 +729,6 @@ class Guards:
             return None
         if self._before_burst is None:  # a burst vector held over a review (a return it would undo) keeps its base
             self._before_burst = dict(current)
-        self._burst_needed = True
-        if self.params["burst_hold_s"] > 0 and self._burst_base is None:
-            self._burst_base = dict(current)
         predicted = batch_s(want)
         return Decision(want, f"burst: {pending} events waiting, predicted {predicted:.2f} s at {vector_text(want)} "
                               f"(budget {budget:.2f} s, headroom {self.params['burst_headroom']:.0%})"
@@ -896,7 +861,7 @@ class Guards:
             window = self.horizon_s
         held = replay(arrivals, lambda n: model.batch_s(current, n), trigger_s, slo, waiting_since, since, anchor)
         now_share = held.new_share(window)
-        self._settle_no_raise = self._settle_rescued = self._settle_rescue_note = None
+        self._settle_no_raise = None
         if act_below is not None and now_share >= act_below:
             return dict(current), now_share, now_share, False
         floor = {op: min(self.params["min_degree"], self.max_useful(op, current[op])) for op in self.operators}
@@ -928,9 +893,6 @@ class Guards:
             if sized == vector:
                 self._settle_sized_rate = 0.0
             vector = sized
-        if at_start and self.params["settle_rescue_kept"]:
-            vector, result = self._settle_rescue_kept(vector, result, current, held, trigger_s, pending, since,
-                                                      anchor, window)
         if raising and not self._raise_can_pay(held, result, arrivals, since, target, pending is not None):
             left = max(0.0, self.horizon_s - arrivals.times[-1])
             self._settle_no_raise = (f"repay: a raise to {vector_text(vector)} would not save the error budget it is "
@@ -966,12 +928,12 @@ class Guards:
 
     def _settle_next_rate(self, arrivals: Arrivals, trigger_s: float) -> float:
         """The rate (events/s) a raise at a batch start sizes the next batch for (`settle_rate_sizing`): that of
-        the last `settle_rate_window_s` of arrivals (0: the last trigger interval's), the burst as it arrives now;
+        the last trigger interval's arrivals, the burst as it arrives now;
         0 with the option off."""
         if not self.params["settle_rate_sizing"] or len(arrivals.times) < 2:
             return 0.0
         now = arrivals.times[-1]
-        span = min(self.params["settle_rate_window_s"] or trigger_s, now - arrivals.times[0])
+        span = min(trigger_s, now - arrivals.times[0])
         return (arrivals.total - arrivals.due(now - span)) / span if span > 0 else 0.0
 
     def _raise_can_pay(self, held: Replay, raised: Replay, arrivals: Arrivals, since: float | None,
@@ -1008,55 +970,7 @@ class Guards:
         """Whether the review after the last raise's batch may still trim it."""
         return self._settle_trim_floor is not None
 
-    def _settle_rescue_kept(self, vector: Mapping[str, int], result: Replay, current: Mapping[str, int],
-                            held: Replay, trigger_s: float, pending: tuple[float, int, tuple[int, ...] | None],
-                            since: float | None, anchor: tuple[float, int] | None, window: float
-                            ) -> tuple[dict[str, int], Replay]:
-        """With `settle_rescue_kept`, at a batch start that raises from `current` towards `vector` (replayed as
-        `result`): the part of the raise a vector held through the arrivals in memory and the events now waiting
-        would need (replayed on the trigger grid, as `_settle_trim` judges it), with its replay, where the rest
-        saves fewer late events than the error budget a raise is taken for (1 - `settle_act_share` of the window's
-        events, as `_raise_can_pay` judges a whole raise); else `vector` and `result` unchanged. The rescue's
-        vector is then in `_settle_rescued`, and what was weighed, either way, in `_settle_rescue_note` (the
-        decision's `guard.settle_rescue`). Why: on Spark (2026-12-04) the real-time Google trace's rescues raised the
-        cheap operators for events that had waited through the slow opening batch, late at any vector; where taking
-        them back freed less than `settle_trim_share` of the slots they were held to the end (252 of the 562 slot-s
-        one run spent above the oracle), and where it freed more the trim cost an action. In the plant the same
-        degrees kept Google bursts' rescued batches on time (9 points on one window): those save more than the
-        budget and stay."""
-        raised = {op: max(current[op], vector[op]) for op in self.operators}
-        inputs = self._settle_inputs(trigger_s, pending)
-        kept = None
-        if inputs is not None:
-            model, arrivals, waiting_since = inputs
-            slo, rate = self.slo_latency_s, self._settle_sized_rate
-            # what the trim would keep, without its share test (no action is saved or spent here, only slots); a
-            # rate-sized raise is for the burst's next trigger interval as well: it is in the arrivals judged
-            ahead = arrivals if rate <= 0 else Arrivals(arrivals.times + (arrivals.times[-1] + trigger_s,),
-                                                        arrivals.counts + (arrivals.total + rate * trigger_s,))
-            found = self._settle_trim(raised, current, trigger_s, inputs=(model, ahead, waiting_since), share=0.0)
-            kept = None if found is None else found[0]
-        if kept is None or kept == raised:  # (kept is None where the replay cannot be trusted yet)
-            self._settle_rescue_note = f"a held vector needs all of {vector_text(raised)}"
-            return dict(vector), result
-
-        def run(v: Mapping[str, int]) -> Replay:
-            return replay(arrivals, lambda n: model.batch_s(v, n), trigger_s, slo, waiting_since, since, anchor, rate)
-
-        kept_result = run(kept)
-        budget = (1.0 - settle_act_share(self.params["settle_target"])) * held.window_events(window)
-        saved = kept_result.late_since - run(raised).late_since
-        self._settle_rescue_note = (f"a held vector needs {vector_text(kept)}; the rest of the raise to "
-                                    f"{vector_text(raised)} saves {saved:.0f} late events, the error budget is "
-                                    f"{budget:.0f}")
-        if saved >= budget:
-            return dict(vector), result
-        self._settle_rescued = vector_text(raised)
-        return kept, kept_result
-
-    def _settle_trim(self, current: Mapping[str, int], floor: Mapping[str, int], trigger_s: float,
-                     inputs: tuple[StageModel, Arrivals, float | None] | None = None, share: float | None = None
-                     ) -> tuple[dict[str, int], float, float, float] | None:
+    def _settle_trim(self, current: Mapping[str, int], floor: Mapping[str, int], trigger_s: float) -> tuple[dict[str, int], float, float, float] | None:
         """(the least vector between `floor` (the vector before the raise: a trim takes back only what the raise
         added, never what earlier bursts were judged to need) and `current`, found greedily, that replayed from an
         empty queue over every arrival in memory keeps the held vector's attainment less one error budget; its
@@ -1067,9 +981,8 @@ class Guards:
         rescuing them in time takes every operator; held, those degrees buy nothing the next bursts need. The
         replay on the trigger grid says which ones a vector held through the same arrivals would have needed.
         Judged on the attainment itself, not on the share of a window to come (`Replay.share`), which early in a
-        run dilutes a burst's late events and would trim the degrees the burst needs as well. `inputs` replaces the
-        replay's inputs (`_settle_inputs`), `share` the share of slots to free (`_settle_rescue_kept`)."""
-        inputs = inputs if inputs is not None else self._settle_inputs(trigger_s)
+        run dilutes a burst's late events and would trim the degrees the burst needs as well."""
+        inputs = self._settle_inputs(trigger_s)
         if inputs is None:
             return None
         model, arrivals, _ = inputs
@@ -1080,7 +993,7 @@ class Guards:
         vector, result = covering_vector(model, arrivals, floor, dict(current), trigger_s, slo, goal, 0.0, goal=goal)
         held_slots = sum(current.values())
         freed = (held_slots - sum(vector.values())) / held_slots
-        if freed <= 0 or freed < (self.params["settle_trim_share"] if share is None else share):
+        if freed <= 0 or freed < self.params["settle_trim_share"]:
             return None
         return vector, result.attainment, held.attainment, freed
 
@@ -1101,12 +1014,7 @@ class Guards:
                 self._settle_start_held = f"at {time_s:.1f} s, {pending} events waiting: {self._settle_no_raise}"
             return None
         want = {op: max(current[op], vector[op]) for op in self.operators}
-        rescued = self._settle_rescued
         if want == dict(current):
-            if rescued is not None:
-                self._settle_start_held = (f"at {time_s:.1f} s, {pending} events waiting: rescue only: a vector held "
-                                           f"through these arrivals needs no more than {vector_text(current)}, and "
-                                           f"the raise to {rescued} saves less than the error budget")
             return None
         self._settle_chose(want, time_s, raised_from=current)
         rate = self._settle_sized_rate
@@ -1117,8 +1025,6 @@ class Guards:
                         details={"guard.settle_attainment_current": now_attainment,
                                  "guard.settle_attainment": attainment, "guard.settle_vector": vector_text(vector),
                                  "guard.settle_next_rate": rate,
-                                 "guard.settle_rescue_vector": rescued or "",
-                                 "guard.settle_rescue": self._settle_rescue_note or "",
                                  "predicted.records": float(pending), "predicted.vector": vector_text(want)})
 
     def _settle_review_trim(self, current: Mapping[str, int], t: float, trigger_s: float
@@ -1257,19 +1163,12 @@ class Guards:
             # starts, so what the vector holds until then is paid for nothing (a silence is charged at it)
             idle = {op: p["min_degree"] for op in self.operators}
             if idle != current:
-                self._before_burst, self._burst_base, self._lower_since = None, None, None
+                self._before_burst, self._lower_since = None, None
                 details["guard.idle_release"] = 1
                 return Decision(idle, f"{reason}; guards: nothing arrived during the batch and nothing waits: down to "
                                       f"{vector_text(idle)} (the next batch runs when events arrive, and burst "
                                       f"sizing sizes it then)", details=details)
         before_burst, self._before_burst = self._before_burst, None
-        if self._burst_needed:
-            self._burst_last_s, self._burst_needed = t, False
-        if self._burst_base is not None:
-            if not any(current[op] > self._burst_base[op] for op in self.operators):
-                self._burst_base = None  # nothing of the bursts' capacity is left to hold
-            else:
-                before_burst = self._burst_base
         # a proposal beyond the slot bound asks for no more than the bound: after a burst batch sized to the bound,
         # a controller whose own estimate counts the burst's arrivals (AUTOSCALE's iteration charge) proposes more
         # than the slots allow, and that must not keep the burst's vector (on Spark, Google 10x seed 1: every
@@ -1277,13 +1176,6 @@ class Guards:
         bounded = {op: min(max(want[op], p["min_degree"]), self.cap_of(op)) for op in self.operators}
         if before_burst is not None and any(current[op] > before_burst[op] for op in self.operators) \
                 and all(bounded[op] <= current[op] for op in self.operators):
-            held = t - (self._burst_last_s if self._burst_last_s is not None else t)
-            if self._burst_base is not None and held < p["burst_hold_s"]:
-                # burst_hold_s: the burst's vector stays until no batch has needed it for that long; a burst that
-                # recurs within the hold is met without a change
-                details["guard.burst_held_s"] = held
-                return hold(f"burst capacity held ({held:.0f}/{p['burst_hold_s']:g} s since a batch needed it)")
-            self._burst_base = None
             # the last batch ran with a vector sized at its start for its burst: back to the vector before it at
             # once (or to the proposal, if higher), without stabilisation, band or cost test. A proposal that keeps
             # an operator at its burst degree says nothing about it (threshold's rule keeps the current vector

@@ -31,7 +31,7 @@ nothing the plant models: seeds 1-3 give the same figures). For each, the plant'
 with the default guards (actions, SLO attainment, cost), the actions the goal allows (half of DS2 without guards),
 the bound on cost at that many actions as a multiple of the oracle's, and the cheapest static vector that reaches
 the target on the plant itself (no relaxation: zero actions, so an achievable cost at every k). Then the guard
-settings that trade cost for fewer actions (`stabilisation_s`, `burst_hold_s`, `settle`) on the same plant.
+settings that trade cost for fewer actions (`stabilisation_s`, `settle`) on the same plant.
 """
 from __future__ import annotations
 
@@ -56,9 +56,8 @@ SLO_SLACK = 0.05  # the goals' "within 5 points of the oracle's"
 WORKLOADS = ("bursty-google-tasks", "bursty-alibaba-batch", "bursty-google-tasks-1s")
 MAX_ACTIONS = 8
 # guard settings for an engine where a change restarts the job: fewer actions, paid in held slots
-FEW_ACTIONS = (("ds2", {}), ("ds2", {"burst_hold_s": 180}), ("ds2", {"stabilisation_s": 60, "burst_hold_s": 180}),
-               ("threshold", {}), ("threshold", {"burst_hold_s": 180}),
-               ("threshold", {"stabilisation_s": 60, "burst_hold_s": 180}), ("ds2", {"settle": True}))
+FEW_ACTIONS = (("ds2", {}), ("ds2", {"stabilisation_s": 60}), ("threshold", {}), ("threshold", {"stabilisation_s": 60}),
+               ("ds2", {"settle": True}))
 
 
 @dataclass(frozen=True)

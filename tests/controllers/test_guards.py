@@ -491,31 +491,6 @@ def test_burst_headroom_sizes_a_raised_vector_to_fit_the_budget_with_that_margin
     assert ds2.guards.batch_start(7000, changed, T) is None  # no headroom: the stop-50 sizing
 
 
-def test_burst_hold_keeps_the_burst_vector_until_no_batch_has_needed_it_for_that_long():
-    """For an engine where a change restarts the job: the burst's vector stays, a burst that recurs within the hold
-    is met without a change, and the return comes once no batch has needed the capacity for burst_hold_s."""
-    ds2, loop = _steady_ds2(burst_hold_s=10)
-    raised = loop.at_batch_start(2, 6.5, 20000)
-    assert raised != {op: 1 for op in OPS}
-    calm = {"rate": 1000, "batch_s": 1.0}
-    # the burst batch ran; the next review holds instead of going back
-    assert loop.step(snap(raised, batch_id=3, time_s=9.0, records=20000, batch_s=2.6, backlog=300)) == raised
-    assert "burst capacity held (0/10 s" in loop.log[-1].reason and loop.log[-1].details["guard.burst_held_s"] == 0
-    assert loop.step(snap(raised, batch_id=4, time_s=11.0, **calm)) == raised
-    # a second burst 4 s later fits the held vector: no change, and the hold starts again from it
-    assert loop.at_batch_start(4, 12.0, 20000) == raised
-    assert loop.step(snap(raised, batch_id=5, time_s=15.0, records=20000, batch_s=2.6, backlog=300)) == raised
-    assert loop.step(snap(raised, batch_id=6, time_s=21.0, **calm)) == raised  # 6 s since the second burst
-    back = loop.step(snap(raised, batch_id=7, time_s=25.5, **calm))  # 10.5 s: the hold is over
-    assert back == {op: 1 for op in OPS} and "the burst batch is done" in loop.log[-1].reason
-    assert sum(r.changed for r in loop.log) == 2  # one raise, one return, for two bursts
-    # without the hold (the default) the same first burst is a raise and a return at once
-    _, loop = _steady_ds2()
-    raised = loop.at_batch_start(2, 6.5, 20000)
-    assert loop.step(snap(raised, batch_id=3, time_s=9.0, records=20000, batch_s=2.6, backlog=300)) == {
-        op: 1 for op in OPS}
-
-
 def test_burst_sizing_budget_counts_how_long_the_oldest_waiting_event_has_waited():
     """After a batch that overran its trigger the next one reads events older than one interval: a budget of the
     SLO less one trigger would plan to miss them."""

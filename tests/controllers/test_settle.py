@@ -320,7 +320,6 @@ def test_a_bounded_run_shorter_than_the_memory_spends_its_error_budget_over_itse
     ({"settle_memory_s": 0}, "parameter 'settle_memory_s' must be > 0.0"),
     ({"settle_down_s": -1}, "parameter 'settle_down_s' must be >= 0.0"),
     ({"settle_trim_share": 1.5}, "parameter 'settle_trim_share' must be <= 1.0"),
-    ({"settle_rate_window_s": -0.5}, "parameter 'settle_rate_window_s' must be >= 0.0"),
     ({"settle_stage_share": 1.5}, "parameter 'settle_stage_share' must be <= 1.0"),
 ])
 def test_bad_settle_settings_are_rejected_naming_the_option(params, message):
@@ -550,34 +549,6 @@ def test_with_rate_sizing_a_raise_for_a_burst_still_arriving_also_carries_the_ne
     assert plain.details["guard.settle_next_rate"] == 0.0 and "next batch" not in plain.reason
 
 
-def test_a_short_rate_window_sizes_for_a_burst_still_arriving_not_for_one_that_ended_within_the_interval():
-    """`settle_rate_window_s`: 8,000 events arrived in the first second of the last trigger interval and none since
-    (a one-second spike, as on the real-time Google trace). The interval's mean sizes the next batch for 4,000 ev/s
-    that will not come; the last 0.5 s says the burst has ended, and the raise is the one for the waiting events.
-    The same burst arriving through the whole interval is sized for at either window."""
-    ones = {op: 1 for op in OPS}
-    bins = int(round(2.0 / ARRIVAL_BIN_S))
-    ended = tuple([8000 // (bins // 2)] * (bins // 2) + [0] * (bins - bins // 2))
-    arriving = tuple([8000 // bins] * bins)
-
-    def raise_at_start(profile, **params):
-        g = guards()
-        g.params = {**g.params, **params}
-        for i in range(10):
-            g.observe(snapshot(i, 2.0 * (i + 1), 1000, ones))
-        return g.batch_start(8000, ones, 2.0, oldest_wait_s=2.0, time_s=22.0, recent_arrivals=profile)
-
-    plain = raise_at_start(ended)
-    interval = raise_at_start(ended, settle_rate_sizing=True)
-    latest = raise_at_start(ended, settle_rate_sizing=True, settle_rate_window_s=0.5)
-    assert interval.details["guard.settle_next_rate"] == pytest.approx(4000, rel=0.01)
-    assert interval.degrees["enrich"] > latest.degrees["enrich"]
-    assert latest.details["guard.settle_next_rate"] == 0.0 and latest.degrees == plain.degrees
-    still = raise_at_start(arriving, settle_rate_sizing=True, settle_rate_window_s=0.5)
-    assert still.details["guard.settle_next_rate"] == pytest.approx(4000, rel=0.01)
-    assert still.degrees == raise_at_start(arriving, settle_rate_sizing=True).degrees
-
-
 def test_the_trim_would_undo_a_raise_the_quiet_load_does_not_need_and_keeps_one_a_burst_needs():
     """`_trim_would_undo`: on quiet batches a raise of enrich is taken back at once by the trim (the batch-start rule
     then holds the raise where the waiting batch is on time anyway); after a burst the vector before the raise is
@@ -594,41 +565,3 @@ def test_the_trim_would_undo_a_raise_the_quiet_load_does_not_need_and_keeps_one_
     burst = guards()
     burst.observe(history(burst, ones))
     assert not burst._trim_would_undo(ones, raised, 2.0)
-
-
-def test_with_rescue_kept_a_raise_takes_only_what_a_held_vector_needs_unless_the_rest_saves_the_error_budget():
-    """`settle_rescue_kept`: events that arrived evenly while the last batch was far behind (here 6 s since the last
-    batch ended) wait at a batch start. The raise for them takes enrich degrees a vector held through the same
-    arrivals, read on the trigger grid, would not need; where those save fewer late events than the error budget
-    (1 % of a 300-s memory's events) the raise stops at what the held vector needs, and the ledger keeps the
-    rescue it cut; a raise that is all rescue is not taken, and the next review's record says why. Over a 120-s
-    run the same rescue saves more than that budget and is taken whole. Off (the default), nothing is cut."""
-    ones = {op: 1 for op in OPS}
-
-    def raise_at_start(pending, horizon_s=0.0, **params):
-        g = guards()
-        if horizon_s:
-            g.bind(5.0, slots=8, horizon_s=horizon_s)
-        g.params = {**g.params, **params}
-        for i in range(10):
-            g.observe(snapshot(i, 2.0 * (i + 1), 1000, ones))
-        bins = int(round(6.0 / ARRIVAL_BIN_S))
-        return g, g.batch_start(pending, ones, 2.0, time_s=26.0, recent_arrivals=tuple([pending // bins] * bins))
-
-    _, plain = raise_at_start(9000)
-    _, kept = raise_at_start(9000, settle_rescue_kept=True)
-    assert plain.degrees == {**ones, "enrich": 3} and plain.details["guard.settle_rescue_vector"] == ""
-    assert kept.degrees == {**ones, "enrich": 2}
-    assert kept.details["guard.settle_rescue_vector"] == "parse=1,enrich=3,aggregate=1,sink=1"
-    assert kept.details["guard.settle_rescue"].startswith("a held vector needs parse=1,enrich=2,aggregate=1,sink=1")
-
-    _, plain = raise_at_start(3000)
-    g, kept = raise_at_start(3000, settle_rescue_kept=True)
-    assert plain.degrees == {**ones, "enrich": 2} and kept is None
-    assert g._settle_start_held.startswith("at 26.0 s, 3000 events waiting: rescue only: ")
-
-    _, bounded = raise_at_start(3000, horizon_s=120.0, settle_rescue_kept=True)
-    assert bounded.degrees == {**ones, "enrich": 2} and bounded.details["guard.settle_rescue_vector"] == ""
-    saved, budget = (float(n) for n in re.findall(r"saves (\d+) late events, the error budget is (\d+)",
-                                                    bounded.details["guard.settle_rescue"])[0])
-    assert saved >= budget > 0
