@@ -227,34 +227,31 @@ class DS2Controller(GuardLayer, Controller):
 
     def decide(self, snapshot: Snapshot) -> Decision:
         self._window.append(snapshot)
-        if self.guards.enabled:
-            self.guards.observe(snapshot)
-        decision = self._decide(snapshot)
+        decision = self._reviewed(snapshot, self._propose)  # with guards off, the proposal itself
         if dict(decision.degrees) != snapshot.degrees:
             self._last_change_batch = snapshot.batch_id
         return decision
 
-    def _decide(self, snapshot: Snapshot) -> Decision:
+    def _propose(self, snapshot: Snapshot) -> Decision:
+        """DS2's proposal: with the guards on, the least-cost vector as `plan` bounds it, for the guards' review;
+        with them off, DS2 as published (its own band and scale-down delay)."""
         current = snapshot.degrees
-        review = self.guards.review if self.guards.enabled else None
         planned = self.plan(snapshot)
         if planned is None:
-            reason = f"fewer than {self.params['min_records']} records measured at these degrees"
-            return review(snapshot, current, reason) if review else Decision(current, reason)
+            return Decision(current, f"fewer than {self.params['min_records']} records measured at these degrees")
         degrees, details = planned
         p = self.params
         if details["budget_s"] <= 0:  # more tasks shorten stages, never the fixed cost
-            reason = (f"the fixed per-batch cost ({details['overhead_s']:.2f} s) alone exceeds the target share of "
-                      f"the trigger interval: no degree vector can meet it")
-            return review(snapshot, current, reason, details) if review else Decision(current, reason,
-                                                                                      details=details)
-        low, high = p["target_utilization"] - p["utilization_band"], p["target_utilization"] + p["utilization_band"]
-        if review:
+            return Decision(current, f"the fixed per-batch cost ({details['overhead_s']:.2f} s) alone exceeds the "
+                                     f"target share of the trigger interval: no degree vector can meet it",
+                            details=details)
+        if self.guards.enabled:
             if degrees == current:
-                return review(snapshot, current, f"predicted utilisation {details['utilization']:.2f}, already the "
-                                                 f"least-cost vector", details)
-            return review(snapshot, degrees, f"predicted utilisation {details['utilization']:.2f}: target "
-                                             f"{details['target_rate']:.0f} ev/s needs {degrees}", details)
+                return Decision(current, f"predicted utilisation {details['utilization']:.2f}, already the "
+                                         f"least-cost vector", details=details)
+            return Decision(degrees, f"predicted utilisation {details['utilization']:.2f}: target "
+                                     f"{details['target_rate']:.0f} ev/s needs {degrees}", details=details)
+        low, high = p["target_utilization"] - p["utilization_band"], p["target_utilization"] + p["utilization_band"]
         if low <= details["utilization"] <= high:
             self._lower_since = None
             return Decision(current, f"predicted utilisation {details['utilization']:.2f} within [{low:.2f}, "

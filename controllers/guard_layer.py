@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping
 
+from controllers.guard_stages import REVIEW_STAGES, Stage
 from controllers.guards import Guards
 from controllers.types import Decision, RunContext, Snapshot
 
@@ -27,13 +28,16 @@ class GuardLayer:
     propose)` as `decide`; `at_batch_start` is provided."""
 
     guards: Guards
+    # the review's stages this controller runs (controllers/guard_stages.py); all of them unless it says otherwise
+    GUARD_STAGES: tuple[type[Stage], ...] = REVIEW_STAGES
 
     def _make_guards(self, operator_caps: Mapping[str, int] | None = None,
                      own: Mapping[str, object] | None = None) -> None:
         """`operator_caps`: upper bounds the controller's own configuration sets per operator (a policy's limits),
         which the guards' burst sizing and bounds then respect too. `own`: guard options the controller carries out
         itself and the guards must not do a second time (multilevel's scale-in stabilisation is per table row)."""
-        self.guards = Guards({**self.params, **(own or {})}, self.operators, self.max_degree, operator_caps)
+        self.guards = Guards({**self.params, **(own or {})}, self.operators, self.max_degree, operator_caps,
+                             self.GUARD_STAGES)
 
     def _bind_guards(self, context: RunContext) -> None:
         slots, follow_live = self.slot_fitter.guard_slots() if self.slot_fitter is not None else (context.slots, True)

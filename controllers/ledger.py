@@ -28,7 +28,7 @@ import math
 import statistics
 from typing import Any, Mapping, Sequence
 
-from controllers.guards import vector_text
+from controllers.types import vector_text
 from controllers.loop import DecisionRecord
 
 DEFAULT_WINDOW_BATCHES = 3

@@ -32,8 +32,7 @@ from controllers.base import Controller, Param, Rule, register
 from controllers.common_params import MIN_DEGREE, at_most_max_degree
 from controllers.cost_model import ArrivalSchedule as Arrivals
 from controllers.cost_model import OperatorModel, calibrated_models, joins_predecessor, operator_timing
-from controllers.guards import vector_text
-from controllers.types import Decision, RunContext, Snapshot
+from controllers.types import Decision, RunContext, Snapshot, vector_text
 from params.run import RUN_SETTINGS
 from params.units import US
 

@@ -29,6 +29,11 @@ def arrival_profile(count_due: Callable[[float], int], start_s: float, end_s: fl
     return tuple(int(b - a) for a, b in zip(due[:-1], due[1:]))
 
 
+def vector_text(degrees: Mapping[str, int]) -> str:
+    """A degree vector as `op=p,op=p` (decisions, ledgers, reasons)."""
+    return ",".join(f"{op}={d}" for op, d in degrees.items())
+
+
 @dataclass(frozen=True)
 class OperatorMetrics:
     """One operator's work in one micro-batch.

@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 from controllers import ControlLoop, RunContext, build_controller
-from controllers.guards import vector_text
+from controllers.types import vector_text
 from controllers.multilevel import CapacityTable
 from simulator.evaluate import calibrated_prior
 from simulator.plant import PlantConfig, simulate

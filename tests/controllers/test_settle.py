@@ -231,11 +231,11 @@ def test_the_anchor_is_the_first_batch_end_after_settle_chose_a_vector():
     g = guards()
     burst = history(g, ones)
     raised = g.batch_start(20000, ones, 2.0, time_s=burst.time_s - 9.3)
-    assert raised is not None and g._settle_anchor is None
+    assert raised is not None and g.settle.anchor is None
     g.observe(replace(snapshot(10, burst.time_s - 9.3 + 3.0, 20000, dict(raised.degrees)), backlog=4500))
-    assert g._settle_anchor == (burst.time_s - 9.3 + 3.0, 4500)
+    assert g.settle.anchor == (burst.time_s - 9.3 + 3.0, 4500)
     g.observe(replace(snapshot(11, burst.time_s - 9.3 + 5.0, 4500, dict(raised.degrees)), backlog=0))
-    assert g._settle_anchor == (burst.time_s - 9.3 + 3.0, 4500)  # the first batch end after the choice only
+    assert g.settle.anchor == (burst.time_s - 9.3 + 3.0, 4500)  # the first batch end after the choice only
 
 
 def test_the_covering_goal_is_the_target_where_reachable_else_the_best_less_the_slack():
@@ -350,8 +350,8 @@ def test_the_replay_reads_an_operators_speed_up_over_the_memory_where_the_bursts
     for i in range(1, 13):
         g.observe(batch(i, 1000, 0.2, 0.1))  # small batches: a speed-up of 2
     assert g.speedup("enrich", 4) == pytest.approx(2.0)
-    assert g._settle_speedup("enrich", 4) == pytest.approx((6.4 + 12 * 0.2) / (1.6 + 12 * 0.1))
-    assert g._settle_speedup("enrich", 4) > 3.0
+    assert g.settle.speedup("enrich", 4) == pytest.approx((6.4 + 12 * 0.2) / (1.6 + 12 * 0.1))
+    assert g.settle.speedup("enrich", 4) > 3.0
 
 
 # ---- when the guards act ---------------------------------------------------------------------------------------
@@ -451,7 +451,7 @@ def test_a_held_vector_is_raised_for_new_late_arrivals_not_for_the_history_it_wa
         g.observe(snapshot(i, 31.3 + 2.0 * (i - 10), 1000, chosen, 1.4e-3))
     last = snapshot(16, 31.3 + 12.0, 1000, chosen, 1.4e-3)
     assert dict(g.review(last, chosen, "proposal").degrees) == chosen
-    g._settle_chosen = None  # the same vector, not chosen by settle: the burst's late events count
+    g.settle.chosen = None  # the same vector, not chosen by settle: the burst's late events count
     assert g.review(snapshot(17, 31.3 + 14.0, 1000, chosen, 1.4e-3), chosen, "proposal").degrees["enrich"] > \
         chosen["enrich"]
 
@@ -516,13 +516,13 @@ def test_a_trimmed_vector_raised_again_ends_the_trims_of_the_run():
     raised = {**{op: 2 for op in OPS}, "enrich": 4}
     trimmed = {**{op: 1 for op in OPS}, "enrich": 4}
     ones = {op: 1 for op in OPS}
-    g._settle_chose(raised, 10.0, raised_from=ones)
-    assert g._settle_trim_due
-    g._settle_chose(trimmed, 12.0, trimmed=True)
-    g._settle_chose(raised, 40.0, raised_from=trimmed)  # the trim was wrong
-    assert not g._settle_trim_due
-    g._settle_chose({**raised, "sink": 3}, 60.0, raised_from=raised)
-    assert not g._settle_trim_due
+    g.settle.chose(raised, 10.0, raised_from=ones)
+    assert g.settle.trim_due
+    g.settle.chose(trimmed, 12.0, trimmed=True)
+    g.settle.chose(raised, 40.0, raised_from=trimmed)  # the trim was wrong
+    assert not g.settle.trim_due
+    g.settle.chose({**raised, "sink": 3}, 60.0, raised_from=raised)
+    assert not g.settle.trim_due
 
 
 def test_with_rate_sizing_a_raise_for_a_burst_still_arriving_also_carries_the_next_batch():
@@ -550,7 +550,7 @@ def test_with_rate_sizing_a_raise_for_a_burst_still_arriving_also_carries_the_ne
 
 
 def test_the_trim_would_undo_a_raise_the_quiet_load_does_not_need_and_keeps_one_a_burst_needs():
-    """`_trim_would_undo`: on quiet batches a raise of enrich is taken back at once by the trim (the batch-start rule
+    """`SettleMode.trim_would_undo`: on quiet batches a raise of enrich is taken back at once by the trim (the batch-start rule
     then holds the raise where the waiting batch is on time anyway); after a burst the vector before the raise is
     late, and the trim keeps the raise. With the trims off nothing is undone."""
     ones = {op: 1 for op in OPS}
@@ -558,10 +558,10 @@ def test_the_trim_would_undo_a_raise_the_quiet_load_does_not_need_and_keeps_one_
     quiet = guards()
     for i in range(11):
         quiet.observe(snapshot(i, 2.0 * (i + 1), 1000, ones))
-    assert quiet._trim_would_undo(ones, raised, 2.0)
-    assert not quiet._trim_would_undo(ones, ones, 2.0)  # no raise, nothing to undo
+    assert quiet.settle.trim_would_undo(ones, raised, 2.0)
+    assert not quiet.settle.trim_would_undo(ones, ones, 2.0)  # no raise, nothing to undo
     quiet.params = {**quiet.params, "settle_trim_share": 1.0}
-    assert not quiet._trim_would_undo(ones, raised, 2.0)
+    assert not quiet.settle.trim_would_undo(ones, raised, 2.0)
     burst = guards()
     burst.observe(history(burst, ones))
-    assert not burst._trim_would_undo(ones, raised, 2.0)
+    assert not burst.settle.trim_would_undo(ones, raised, 2.0)
