@@ -104,12 +104,9 @@ def _slots_hold(values, context):
 
 
 GUARD_PARAMS: dict[str, Param] = {
-    "guards": Param(bool, True, "the guard layer (controllers/guards.py: band, catch-up sizing, burst sizing, "
-                                "stabilisation, ineffective-scaling detection, observed scalability, "
-                                "reconfiguration cost, slot bounds, excluded periods); false: the controller exactly "
-                                "as published (the papers' reproductions run it so). On by default: on bursty real "
-                                "traces it holds the SLO where the published controllers do not, at no cost on the "
-                                "nightly workloads (docs/bursty.md)",
+    "guards": Param(bool, True, "the guard layer (controllers/guards.py: catch-up and burst sizing, observed "
+                                "scalability, and the review's stages in controllers/guard_stages.py); false: the "
+                                "controller exactly as published (the papers' reproductions run it so)",
                     search=Choices((True, False))),
     "target_utilization": Param(float, 0.7, "fraction of the trigger interval a batch should take: the band's "
                                             "centre, and what sizing aims at", 0.05, 1.0,
@@ -144,7 +141,7 @@ GUARD_PARAMS: dict[str, Param] = {
     "settle": Param(bool, False, "guards: hold the least vector (found greedily) that would have kept settle_target "
                                  "of the recent arrivals within the SLO, replayed on the operators' observed costs; "
                                  "change it only when it would not have, or when a lower one has for "
-                                 "settle_down_s (controllers/settle.py). Replaces burst sizing and the "
+                                 "settle_down_s (controllers/settle_mode.py). Replaces burst sizing and the "
                                  "controller's proposal: few actions, paid in held slots, for engines where a change "
                                  "restarts the job", search_when=("guards", True), search=Choices((True, False))),
     "settle_target": Param(float, 0.995, "guards, settle: share of the replayed events the held vector must keep "
@@ -164,7 +161,7 @@ GUARD_PARAMS: dict[str, Param] = {
                                            "more (or one error budget more)",
                                1.0, search_when=("settle", True), search=SearchRange(1.0, 4.0)),
     "settle_late_points": Param(float, 0.05, "guards, settle: ... and at most this share of the events more (the "
-                                             "project's choice: the issue's 5 SLO points)", 0.0, 1.0,
+                                             "project's choice: 5 SLO points)", 0.0, 1.0,
                                 search_when=("settle", True), search=SearchRange(0.0, 0.2)),
     "settle_min_gain": Param(bool, True, "guards, settle: on a load no vector the slots allow carries, no raise where "
                                          "the held vector already keeps the covering goal (the best vector's share "
@@ -175,7 +172,7 @@ GUARD_PARAMS: dict[str, Param] = {
                                             "operators' stage time, and for the longest stage (0: any operator; 1: "
                                             "the longest alone). A held degree costs a slot for as long as the "
                                             "vector is held; one of a short stage buys a few tenths of a second of "
-                                            "a burst's batch with it (off by default)",
+                                            "a burst's batch with it",
                                 0.0, 1.0, search_when=("settle", True), search=SearchRange(0.0, 0.5)),
     "settle_trim_share": Param(float, 0.25, "guards, settle: after a raise, once its batch has run, lower at once "
                                             "to the least vector that, replayed on the trigger grid over the "
@@ -189,8 +186,7 @@ GUARD_PARAMS: dict[str, Param] = {
     "settle_rate_sizing": Param(bool, False, "guards, settle: a raise at a batch start is sized for the batch after "
                                              "it as well, on what arrives meanwhile at the rate of the last trigger "
                                              "interval (a burst still arriving is more than the events waiting: "
-                                             "sized on those alone, the next batch is late and takes a second raise; "
-                                             "off by default: in the plant it took more actions than it saved)",
+                                             "sized on those alone, the next batch is late and takes a second raise)",
                                 search_when=("settle", True), search=Choices((True, False))),
     "min_records": Param(int, 200, "records an operator must have processed before its rate is trusted (a handful "
                                    "of records measures task start-up, not the operator)", 1),
