@@ -94,7 +94,7 @@ class Controller(ABC):
         """Degrees for the batch that is starting, now that it is known to read `pending` events (those arrived and
         not yet read: a consumer's lag; the oldest of them has waited `oldest_wait_s`, when known; `recent_arrivals`:
         what arrived since the last batch ended, by ARRIVAL_BIN_S bins, when known), or None to keep `degrees`. Most controllers decide only after a batch; the guard layer's burst sizing answers here
-        (controllers/guards.py, Guards.batch_start)."""
+        (controllers/burst_sizing.py, Guards.batch_start)."""
         return None
 
     def initial_executors(self) -> int | None:

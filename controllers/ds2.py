@@ -31,7 +31,7 @@ must be asked for continuously that long), and the metrics window (batches avera
 choices, sized for short experiments: target 0.7, band 0.2, delay 10 s, window 3 batches (and at least 200
 records per operator before a rate is trusted), catch-up 10 s.
 
-Guards (controllers/guards.py, `guards=on`; off by default until measured on Spark, and `guards=off` is DS2 exactly
+Guards (controllers/guards.py; on by default, and `guards=off` is DS2 exactly
 as above). The target, band, catch-up and minimum records are the guard layer's options of the same names (one
 declaration, the same defaults). With guards on, DS2 still computes the least-cost vector, but:
 - its target rate is the guards' catch-up rate: the sustained arrival rate (median of the last 3 batches, so a

@@ -28,7 +28,7 @@ class GuardLayer:
     propose)` as `decide`; `at_batch_start` is provided."""
 
     guards: Guards
-    # the review's stages this controller runs (controllers/guard_stages.py); all of them unless it says otherwise
+    # the review's stages this controller runs (controllers/guard_stages/); all of them unless it says otherwise
     GUARD_STAGES: tuple[type[Stage], ...] = REVIEW_STAGES
 
     def _make_guards(self, operator_caps: Mapping[str, int] | None = None,

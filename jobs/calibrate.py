@@ -162,7 +162,7 @@ def fit_change_slowdown(batches: pd.DataFrame, operators: Sequence[str], costs: 
     3 stretches follow a change: it cannot be seen then.
 
     Why measured: on Spark such a batch plans a new shuffle layout and starts tasks it has not run before, and burst
-    sizing (controllers/guards.py) sizes exactly those batches; the plant charged a slowdown only where a study set
+    sizing (controllers/burst_sizing.py) sizes exactly those batches; the plant charged a slowdown only where a study set
     one (8.5-13 %, read off the fidelity study's runs)."""
     if any(f"degree_{op}" not in batches for op in operators):
         return 0.0

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from controllers.guards import BURST_RETURN
+from controllers.guard_stages import BURST_RETURN
 from controllers.loop import AT_BATCH_START, DecisionRecord
 from controllers.oracle import INFEASIBLE
 

@@ -1,4 +1,4 @@
-"""Each review stage alone (controllers/guard_stages.py), on a hand-made review: what it does to a proposal, what it
+"""Each review stage alone (controllers/guard_stages/), on a hand-made review: what it does to a proposal, what it
 records, and that the pipeline keeps the declared order (after a stage decides, only the limits apply)."""
 import pytest
 
@@ -140,3 +140,11 @@ def test_the_order_is_declared_once_and_a_controller_may_leave_a_stage_out():
 def test_bad_step_factors_are_refused_naming_the_parameter(params, message):
     with pytest.raises(ConfigError, match=message):
         build_controller("ds2", params, OPS, 8)
+
+
+def test_the_readme_lists_the_stages_in_their_order():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    listed = " ".join(readme.split("The review's stages run in this order: ")[1].split("(`controllers")[0].split())
+    assert listed == ", ".join(f"`{stage.__name__}`" for stage in REVIEW_STAGES)
