@@ -62,3 +62,47 @@ def test_controllers_import_no_spark_mlflow_airflow_or_io():
              for path in sources("controllers") for line, module in imports(path)
              if module.split(".")[0] in FORBIDDEN_IN_CONTROLLERS]
     assert not wrong, "\n".join(wrong)
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The project modules `path` imports when it runs (lazy imports included; `if TYPE_CHECKING:` blocks not)."""
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {id(inner) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                   for inner in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
+
+
+def test_controllers_have_no_import_cycle():
+    """Each controllers module can be read without the ones that import it: a cycle means two modules that are one
+    role split in two, or a helper in the wrong place (a package importing its own submodules is not a cycle)."""
+    modules = {}
+    for path in sources("controllers"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {name: {m for m in _runtime_imports(path) if m in modules and m != name
+                    and not (path.name == "__init__.py" and m.startswith(name + "."))}
+             for name, path in modules.items()}
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: done
+
+    def walk(name: str, path: list[str]) -> list[str] | None:
+        state[name] = 1
+        for nxt in sorted(graph[name]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := walk(nxt, path + [nxt])):
+                return cycle
+        state[name] = 2
+        return None
+
+    for name in sorted(graph):
+        if name not in state and (cycle := walk(name, [name])):
+            pytest.fail("import cycle: " + " -> ".join(cycle))
