@@ -1,11 +1,9 @@
 """The fault suite's cheap cases, through the same functions `python -m benchmarks.faults` runs (which also writes
-docs/reliability.md): each fault is started for real and its promise must hold. Validation checks Java, hence the
-`spark` marker, though no Spark starts."""
+docs/reliability.md): each fault is started for real and its promise must hold. No Spark starts (validation checks
+Java and refuses), so these run with the tests that need no Spark."""
 import pytest
 
 from benchmarks.faults import BAD_INPUTS, bad_input, cases, page
-
-pytestmark = pytest.mark.spark
 
 # the killed recording process and the local stack's leftovers are checked in more detail by
 # tests/jobs/test_liveness.py and tests/deploy/test_local_stack_stop.py, with the same process scripts, and the

@@ -13,7 +13,7 @@ from params.run import RUN_SETTINGS
 from tests.dags.dag_runs import (EXPERIMENT, EXPERIMENT_CONF, ROOT, assert_state, run_dag, sqlite_uri, states,
                                  task_failure)
 
-pytestmark = pytest.mark.spark  # real Airflow runs (no Spark job is submitted: that is the point)
+# real Airflow runs, and no Spark job is submitted (that is the point): they run with the tests that need no Spark
 
 
 def test_dag_files_import_cleanly_and_stay_thin(tmp_path):
