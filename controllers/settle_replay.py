@@ -97,21 +97,14 @@ class SettleReplay:
     def search(self, current: Mapping[str, int], trigger_s: float,
                 pending: tuple[float, int, tuple[int, ...] | None] | None = None, act_below: float | None = None
                 ) -> tuple[dict[str, int], float, float, bool] | None:
-        """(covering vector, its replayed share, the current vector's share against it, whether a raise is due) over
-        the arrivals in memory
-        — plus, at a batch start, what arrived since the last batch ended (`pending`: now, the events waiting, their
-        profile when known) — or None before the replay can be trusted. The current vector's share counts only the
-        late events that arrived since settle chose it (all of them for a vector it did not choose): the arrivals
-        before were weighed when it was chosen, and on Spark a replay of the same history drifts by tenths of a point
-        as the cost estimates move, which raised held vectors for no new arrival. Those arrivals are replayed from
-        the real queue at the end of the first batch after the choice (`replay`'s anchor), not behind a re-run of
-        the batches before it, which ran as they ran. The covering vector is searched
-        only when that share is below `act_below`, when given (else it is the current vector, unsearched): a batch
-        start needs it only to raise, a review also to lower. A raise is due when the current vector's share is
-        below `settle_act_share`, except, with `settle_min_gain`, on a load no vector carries where the current one
-        already keeps the covering goal (`covering_goal`): a raise there buys a point or two for slots held the rest
-        of the run. A raise's vector is sized on the late events it is judged on; a vector to lower to (then never
-        above the current one in any operator), on every arrival in memory."""
+        """(covering vector, its replayed share, the current vector's share, whether a raise is due) over the
+        arrivals in memory and, at a batch start, what arrived since the last batch (`pending`: now, the events
+        waiting, their profile); None before the replay can be trusted. The current vector's share counts the late
+        events since settle chose it, replayed from the real queue at the first batch after the choice (`replay`'s
+        anchor): the arrivals before were weighed then, and a replay of the same history drifts by tenths of a point
+        as the cost estimates move. The covering vector is searched only below `act_below` when given (a batch start
+        only raises). A raise is due below `settle_act_share` (and `min_gain`), sized on the late events it is judged
+        on; a vector to lower to, never above the current one, on every arrival in memory."""
         inputs = self.inputs(trigger_s, pending)
         if inputs is None:
             return None

@@ -7,7 +7,7 @@ from mlflow.tracking import MlflowClient
 
 from tests.dags.dag_runs import EXPERIMENT, assert_state, run_dag, sqlite_uri, states, xcom
 
-pytestmark = pytest.mark.spark  # real Airflow runs, minutes like the Spark tests
+# a real Airflow run that submits no Spark job: it runs with the tests that need no Spark
 
 
 def record_arrivals(uri: str, runs: int = 4, batches: int = 400) -> list[str]:

@@ -15,7 +15,8 @@ import yaml
 
 from tests.postgres import temporary_databases
 
-pytestmark = pytest.mark.spark  # starts real servers (MLflow on PostgreSQL); minutes, like the Spark tests
+# an MLflow server on PostgreSQL and no Spark: it runs with the tests that need no Spark (at nice 19 beside the
+# timing modules, where the server takes the idle core, within the five minutes it is given to become healthy)
 
 ROOT = Path(__file__).resolve().parents[2]
 
