@@ -76,7 +76,7 @@ def calibrate_restart(master: str, sizes_mb: Sequence[float], out: Path, trackin
     with tempfile.TemporaryDirectory() as tmp:
         write_jsonl(Path(tmp) / "restarts.jsonl", restarts)
         recorder.log_artifact(Path(tmp) / "restarts.jsonl")
-    recorder.client.log_artifact(recorder.run_id, str(out), "calibration")
+    recorder.log_artifact(out, "calibration")
     recorder.finish()
     return cost
 

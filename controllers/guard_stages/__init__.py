@@ -4,7 +4,7 @@ A controller proposes a degree vector after each batch; the review decides what 
 the proposal as the stages before it left it (`Review.want`), the run's observations (`Guards`: the capacity curve,
 the offered load, the ineffective-scaling blocks) and its own options, and either changes the proposal (with a note
 in the reason and its facts in the decision's ``guard.*`` details) or decides (`Review.decide`): then only the
-stages that are limits (`Stage.LIMIT`: step factors, bounds) still apply. The order is written once, in
+stages that are limits (`Stage.LIMIT`: the step factors) still apply. The order is written once, in
 `REVIEW_STAGES`, and follows the Flink Kubernetes operator's autoscaler where the two have the same stage (step
 factors before the parallelism bounds, the ineffective-scaling block on scale-ups, the scale-down interval, the
 utilisation band).

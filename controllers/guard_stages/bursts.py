@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from controllers.guard_stages.holds import excluded_window
 from controllers.guard_stages.review import Review, Stage
 from controllers.types import vector_text
 from params.declare import Choices, Param
@@ -27,8 +26,7 @@ class IdleRelease(Stage):
 
     def apply(self, review: Review, guards: Guards) -> None:
         snapshot, p = review.snapshot, guards.params
-        if not p["idle_release"] or snapshot.arrivals or snapshot.backlog \
-                or excluded_window(guards.periods, snapshot.time_s):
+        if not p["idle_release"] or snapshot.arrivals or snapshot.backlog or guards.excluded(snapshot.time_s):
             return
         idle = {op: p["min_degree"] for op in review.operators}
         if idle == review.current:

@@ -116,7 +116,7 @@ class ExcludedPeriods(Stage):
     }
 
     def apply(self, review: Review, guards: Guards) -> None:
-        window = excluded_window(guards.periods, review.snapshot.time_s)
+        window = guards.excluded(review.snapshot.time_s)
         if window is None:
             return
         review.details["guard.excluded"] = 1

@@ -1,4 +1,5 @@
-"""The stages that are limits: they also apply to a vector an earlier stage decided on."""
+"""Limits on a proposal: the step factors (a limit stage: they also apply to a vector an earlier stage decided on)
+and the bounds."""
 from __future__ import annotations
 
 import math
@@ -40,7 +41,7 @@ class StepFactors(Stage):
             now = review.current[op]
             top = math.ceil(now * (1.0 + p["scale_up_max_factor"]) - STEP_ROUNDING)
             bottom = max(1, math.ceil(now * (1.0 - p["scale_down_max_factor"]) - STEP_ROUNDING))
-            limited[op] = min(max(target[op], bottom), max(top, now))
+            limited[op] = min(max(target[op], bottom), top)
         if limited == dict(target):
             return
         note = "step factors: " + ", ".join(f"{op} {target[op]} -> {limited[op]}"
@@ -55,13 +56,10 @@ class StepFactors(Stage):
 
 class Bounds(Stage):
     """[min_degree, the operator's cap]: the slots (tasks beyond the executor cores add waves, not speed), the run's
-    max degree and the controller's own per-operator limits."""
-
-    LIMIT = True
+    max degree and the controller's own per-operator limits. Not a limit stage: the vectors the earlier stages decide
+    on (min_degree, or the vector before a burst) are within the bounds already."""
 
     def apply(self, review: Review, guards: Guards) -> None:
-        if review.decided is not None:
-            return  # the deciding stages' vectors are within the bounds already
         floor = guards.params["min_degree"]
         for op in review.operators:
             bounded = min(max(review.want[op], floor), guards.cap_of(op))

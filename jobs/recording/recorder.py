@@ -166,8 +166,8 @@ class RunRecorder:
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
-    def log_artifact(self, path: Path) -> None:
-        self.client.log_artifact(self.run_id, str(path))
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        self.client.log_artifact(self.run_id, str(path), artifact_path)
 
     def log_dict(self, data: Any, name: str) -> None:
         self.client.log_dict(self.run_id, data, name)
