@@ -11,9 +11,9 @@ the cheapest non-oracle configuration whose attainment is within 5 points of the
 (where the record has runs of a configuration at the same trigger phase as an oracle run of the same seed, both
 read from those pairs alone; elsewhere the means over every seed);
 DS2 with guards costs <= 1.6x the oracle (paired as above where the record can) and takes <= half
-DS2's scaling actions without guards — read for the default guards (`ds2`), for the guards' few-actions mode
-(`ds2:settle=true`) and for that mode with raises sized for the burst still arriving
-(`ds2:settle=true,settle_rate_sizing=true`) and for those raises taken only for operators of a fifth
+DS2's scaling actions without guards — read for the default guards (`ds2`), and, held to the same goals, for the
+few-actions controller (`settle`), for it with raises sized for the burst still arriving
+(`settle:settle_rate_sizing=true`) and for those raises taken only for operators of a fifth
 of the stage time or more (`…,settle_stage_share=0.2`), each on its own. Last, the
 before/after table (the published DS2 against the layer's defaults and its few-actions mode) as markdown, which
 docs/bursty.md and the README quote.
@@ -42,22 +42,21 @@ ATTAINMENT_POINTS = 0.05  # ... with its attainment within this of the oracle's
 GUARDED_DS2_GOAL = 1.6  # DS2 with guards: cost / the oracle's
 ACTIONS_CUT_GOAL = 0.5  # DS2 with guards: at least this fewer scaling actions than DS2 without
 DS2 = "ds2:guards=false"  # the published DS2
-# the few-actions mode whose raises take only operators of a fifth of the stage time or more
-STAGE_SHARE = "ds2:settle=true,settle_rate_sizing=true,settle_stage_share=0.2"
-# DS2 with guards: the defaults, and settled (the guards' few-actions mode, controllers/settle.py): (configuration,
-# how the read-out names it, its verdicts' prefix)
+# the few-actions controller whose raises take only operators of a fifth of the stage time or more
+STAGE_SHARE = "settle:settle_rate_sizing=true,settle_stage_share=0.2"
+# held to the goals of DS2 with guards: DS2's defaults, and the few-actions controller (controllers/
+# settle_controller.py): (configuration, how the read-out names it, its verdicts' prefix)
 GUARDED_DS2 = (("ds2", "DS2 with guards", "guarded"),
-               ("ds2:settle=true", "DS2 with guards, settled (ds2:settle=true)", "settled"),
-               ("ds2:settle=true,settle_rate_sizing=true", "DS2 with guards, settled, rate-sized raises "
-                "(ds2:settle=true,settle_rate_sizing=true)", "rate_sized"),
-               (STAGE_SHARE, f"DS2 with guards, settled, rate-sized raises of the long stages ({STAGE_SHARE})",
-                "stage_share"))
+               ("settle", "settle (the few-actions controller)", "settled"),
+               ("settle:settle_rate_sizing=true", "settle, rate-sized raises (settle:settle_rate_sizing=true)",
+                "rate_sized"),
+               (STAGE_SHARE, f"settle, rate-sized raises of the long stages ({STAGE_SHARE})", "stage_share"))
 # the before/after table's columns (configuration, heading): the published DS2, the layer's defaults on the two
-# controllers it was built on, and its few-actions mode, also with its raises sized for the burst still arriving
+# controllers it was built on, and the few-actions controller, also with its raises sized for the burst still arriving
 BEFORE_AFTER = (("ds2:guards=false", "DS2 as published"), ("ds2", "DS2, default guards"),
-                ("threshold", "threshold, default guards"), ("ds2:settle=true", "DS2, `settle=true`"),
-                ("ds2:settle=true,settle_rate_sizing=true", "DS2, `settle=true,settle_rate_sizing=true`"),
-                (STAGE_SHARE, "DS2, `…,settle_stage_share=0.2`"))
+                ("threshold", "threshold, default guards"), ("settle", "`settle`"),
+                ("settle:settle_rate_sizing=true", "`settle:settle_rate_sizing=true`"),
+                (STAGE_SHARE, "`settle:…,settle_stage_share=0.2`"))
 
 
 def configuration_table(group: pd.DataFrame) -> pd.DataFrame:

@@ -4,7 +4,8 @@ Importing the package registers the built-in controllers, so `build_controller("
 `import controllers`.
 """
 from controllers import (  # noqa: F401  (registration)
-    autoscale, ds2, executor_autoscaler, multilevel, oracle, scripted, seep, spark_dynamic, static, threshold)
+    autoscale, ds2, executor_autoscaler, multilevel, oracle, scripted, seep, settle_controller, spark_dynamic, static,
+    threshold)
 from controllers.base import (ConfigError, Controller, Param, build_controller, config_id, config_label, describe, register,
                               registered, validate_config)
 from controllers.actuation import Actuator, Outcome, Unavailable

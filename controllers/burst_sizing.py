@@ -12,7 +12,7 @@ A batch at other degrees than the last one's runs longer than the last batch's c
 new shuffle layout and starts new tasks: 8.5-13 % measured), so a raised vector, and a current one the last review
 changed, must fit the budget with `burst_headroom` to spare. Before any batch large enough to measure
 (`min_records`) — the run's first, which on a trace that opens on a burst reads it — the costs come from the run's
-calibration where it has one (`calibrated_start`; `RunContext.cost_prior`, jobs/cost_prior.py, written as a
+calibration where it has one (`RunContext.cost_prior`, jobs/cost_prior.py, written as a
 nominal batch, `prior_batch`); without one such a batch runs at the vector it has.
 
 Pure: no Spark, MLflow or I/O.
@@ -54,7 +54,7 @@ class BurstSizing:
 
     def _init_bursts(self) -> None:
         self._before_burst: dict[str, int] | None = None  # the vector a batch-start burst sizing raised
-        self._prior: Snapshot | None = None  # bind: the calibrated costs as a nominal batch (calibrated_start)
+        self._prior: Snapshot | None = None  # bind: the calibrated costs as a nominal batch
 
     def controllers_vector(self, current: Mapping[str, int]) -> dict[str, int]:
         """The vector the controller itself last chose: after a batch run at a vector burst sizing raised for it,
@@ -65,25 +65,20 @@ class BurstSizing:
         return dict(base) if self.enabled and base is not None else dict(current)
 
     def batch_start(self, pending: int, current: Mapping[str, int], trigger_s: float,
-                    oldest_wait_s: float | None = None, time_s: float | None = None,
-                    recent_arrivals: tuple[int, ...] | None = None) -> Decision | None:
+                    oldest_wait_s: float | None = None) -> Decision | None:
         """The decision for a batch about to read `pending` events when the current vector would take longer than
         the budget on them: the catch-up time (`catch_up_s()`), and with `burst_wait_aware` at most the SLO less
         `oldest_wait_s` (after a batch that overran its trigger, the next one reads events older than one interval:
         on Spark the Google trace's second batch, sized for 3 s, ended 0.18 s past the bound without it). None when it
         fits, or too little was observed. Stages as `_batch_model` predicts them; degrees raised one at a time on the
-        longest stage, within the slot bound and any ineffective-scaling block, until the batch fits. With `settle`,
-        `SettleMode.at_batch_start` instead (it needs `time_s`, the run time now)."""
-        if self.enabled and self.params["settle"]:
-            return None if time_s is None or pending <= 0 else self.settle.at_batch_start(pending, current, trigger_s,
-                                                                                     time_s, recent_arrivals)
+        longest stage, within the slot bound and any ineffective-scaling block, until the batch fits."""
         if not (self.enabled and self.params["burst_sizing"]) or pending <= 0:
             return None
         last = self.recent[-1] if self.recent else None
         # per-record costs from a handful of records measure task start-up, not the operators
         measured = last is not None and last.records_read >= self.params["min_records"]
         if not measured:
-            last = self._prior if self.params["calibrated_start"] else None
+            last = self._prior
             if last is None:
                 return None
         budget = self.catch_up_s(trigger_s)

@@ -47,9 +47,9 @@ class GuardLayer:
     def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int],
                        oldest_wait_s: float | None = None,
                        recent_arrivals: tuple[int, ...] | None = None) -> Decision | None:
-        """Burst sizing (or settle's raise) for the batch about to start; None with guards off."""
+        """Burst sizing for the batch about to start; None with guards off."""
         return self.guards.batch_start(pending, degrees, self.context.trigger_s if self.context else 1.0,
-                                       oldest_wait_s, time_s, recent_arrivals)
+                                       oldest_wait_s)
 
     def _reviewed(self, snapshot: Snapshot, propose: Callable[[Snapshot], Decision]) -> Decision:
         """The controller's own proposal for `snapshot`, through the guards' review when they are on: the guards

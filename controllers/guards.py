@@ -20,8 +20,6 @@ Where each part lives:
   declares — idle release, the burst's return, step factors, bounds from slots, the ineffective-scaling block,
   scale-down stabilisation, excluded periods, the utilisation band, the reconfiguration-cost test — each a small
   class with its own options;
-- the few-actions mode (`settle`, off by default, controllers/settle_mode.py), which replaces burst sizing and the
-  proposal with the least vector the recent arrivals needed, held;
 - the options (controllers/guard_params.py).
 
 Everything a guard saw or did is in the Decision's `details` under ``guard.*`` keys (the loop writes them to
@@ -38,7 +36,6 @@ from controllers.capacity import ObservedCapacity, catch_up_rate
 from controllers.cost_model import CostPrior, within_budget
 from controllers.guard_params import GUARD_PARAMS, GUARD_RULES
 from controllers.guard_stages import REVIEW_STAGES, Review, Stage, excluded_window, parse_periods, run_review
-from controllers.settle_mode import SettleMode
 from controllers.types import Decision, Snapshot, vector_text
 
 # what importers of the guard layer take from here
@@ -97,7 +94,6 @@ class Guards(BurstSizing, ObservedCapacity):
         self.lower_since: float | None = None  # since when lower vectors have been proposed without a break
         self._sized_for_lag: dict[str, int] | None = None  # the vector a scale-up sized for a backlog set
         self._follow_live = False  # bind: slots unknown before the run, so the live count bounds the degrees
-        self.settle = SettleMode(self)  # the few-actions mode, used where `settle` is on
 
     # ---- observation: the capacity curve, the offered load, pending effectiveness checks ----
 
@@ -106,8 +102,6 @@ class Guards(BurstSizing, ObservedCapacity):
             return
         self._last_batch = snapshot.batch_id
         self.record(snapshot)
-        if self.params["settle"]:
-            self.settle.observe(snapshot)
         if self._follow_live and snapshot.slots:
             self.cap = max(self.params["min_degree"], min(self.max_degree, snapshot.slots))
         self._check_pending(snapshot)
@@ -123,11 +117,9 @@ class Guards(BurstSizing, ObservedCapacity):
         at once adds waves, not speed, and burst sizing, which assumes linear speed-up where no degree was observed,
         would otherwise raise a batch to the run's max degree on a machine with half as many cores. Slots unknown
         before the run (0, a cluster master) are taken from each batch's registered executor cores unless
-        `follow_live` is off (the controller's slot_cap=false). `horizon_s`: the run's length when it is bounded (0:
-        unbounded); settle spends its error budget over it where it is shorter than settle_memory_s
-        (`SettleMode.search`).
-        `cost_prior`: the run's calibrated costs, which burst sizing uses before it has measured a batch
-        (`calibrated_start`); ignored where they do not cover every operator."""
+        `follow_live` is off. `horizon_s`: the run's length when it is bounded (0: unbounded; the settle controller
+        spends its error budget over it). `cost_prior`: the run's calibrated costs, which burst sizing uses before it
+        has measured a batch; ignored where they do not cover every operator."""
         self.slo_latency_s = slo_latency_s
         self._prior = (prior_batch(cost_prior, self.operators, self.max_degree)
                        if cost_prior is not None and cost_prior.covers(self.operators) else None)
@@ -228,19 +220,9 @@ class Guards(BurstSizing, ObservedCapacity):
             return Decision(want, reason, details=details)
         self.observe(snapshot)
         p = self.params
-        ratio, utilization = self.utilization(snapshot)
-        details.update({"guard.utilization": utilization, "guard.batch_ratio": ratio,
-                        "guard.offered_rate": self.offered_load()})
-        for op in self.operators:
-            rate = self.observed_rate(op, current[op])
-            if rate is not None:
-                details[f"guard.rate.{op}"] = rate
-            if op in self.gains:
-                details[f"guard.gain.{op}"] = self.gains[op]
+        utilization = self.observed_details(snapshot, details)
         if want != current:
             details["guard.proposed"] = vector_text(want)
-        if p["settle"]:
-            return self.settle.review(snapshot, reason, details)
         low, high = p["target_utilization"] - p["utilization_band"], p["target_utilization"] + p["utilization_band"]
         review = Review(snapshot, current, want, reason, details, utilization, low, high,
                         proposal_changes=want != current)
@@ -248,6 +230,21 @@ class Guards(BurstSizing, ObservedCapacity):
         if review.decided is None:
             self._applied(current, decision.degrees, details)
         return decision
+
+    def observed_details(self, snapshot: Snapshot, details: dict[str, Any]) -> float:
+        """What the guards observed at `snapshot`, into a decision's `details` (the batch's utilisation and batch
+        ratio, the offered rate, each operator's observed rate at its degree and the last scale-up's gain); returns
+        the utilisation."""
+        ratio, utilization = self.utilization(snapshot)
+        details.update({"guard.utilization": utilization, "guard.batch_ratio": ratio,
+                        "guard.offered_rate": self.offered_load()})
+        for op in self.operators:
+            rate = self.observed_rate(op, snapshot.degrees[op])
+            if rate is not None:
+                details[f"guard.rate.{op}"] = rate
+            if op in self.gains:
+                details[f"guard.gain.{op}"] = self.gains[op]
+        return utilization
 
     def _applied(self, current: Mapping[str, int], want: Mapping[str, int], details: Mapping[str, Any]) -> None:
         """What a proposal the stages let through starts: the stabilisation clock stops, a scale-up sized for a

@@ -1,10 +1,7 @@
-"""The few-actions mode (`settle`, off by default): for an engine where each change restarts the job, hold one vector
-and change it rarely, instead of meeting each burst with a raise and a return.
-
-It does not review a controller's proposal; it replaces it (the proposal is kept in the decision's details), so
-`ds2:settle=true` and `threshold:settle=true` act alike. The vector held is the least one (found greedily) that,
-replayed over the arrivals of the last `settle_memory_s` on the operators' observed costs (controllers/settle.py),
-keeps `settle_target` of them within the SLO. The rules, each with its reason in its method's docstring:
+"""The rules of the settle controller (controllers/settle_controller.py): hold one vector and change it rarely. The
+vector held is the least one (found greedily) that, replayed over the arrivals of the last `settle_memory_s` on the
+operators' observed costs (controllers/settle.py), keeps `settle_target` of them within the SLO. The rules, each with
+its reason in its method's docstring:
 
 - raise (`at_batch_start`; a review leaves the raise to the next batch start, which sees the events waiting) when
   the held vector, replayed over the arrivals since it was chosen, lets the error budget burn at twice its rate
@@ -35,13 +32,14 @@ if TYPE_CHECKING:
 
 
 class SettleMode(SettleReplay):
-    """The few-actions mode's state for one controller in one run. It reads the guards' observations (the capacity
-    curve, the per-task cost fit, the blocks, the slots) and keeps its own: the arrivals and stage times of the last
-    settle_memory_s, the vector it chose and when. `at_batch_start` may raise; `review` replaces the review of a
-    proposal."""
+    """The settle controller's state in one run. It reads the guards' observations (the capacity curve, the per-task
+    cost fit, the slots) and keeps its own: the arrivals and stage times of the last settle_memory_s, the vector it
+    chose and when. `at_batch_start` may raise; `review`, after each batch, raises, trims, lowers or holds.
+    `params`: the controller's (settle's options and the guard options it reads)."""
 
-    def __init__(self, guards: Guards):
+    def __init__(self, guards: Guards, params: Mapping[str, Any]):
         self.guards = guards
+        self._params = dict(params)
         self.segments: deque[tuple[float, float, float]] = deque()  # (start, end, events) arrivals
         self.curve: deque[tuple[float, str, int, float, float]] = deque()  # (t, op, degree, busy, span)
         self.chosen: tuple[dict[str, int], float] | None = None  # the vector it last chose, and when
@@ -54,17 +52,22 @@ class SettleMode(SettleReplay):
         self.trims_off = False  # a trimmed vector had to be raised again: no more trims this run
         self.starts_seen = False  # the runner asks at batch starts, so raises wait for them
         self.sized_rate = 0.0  # the rate the last raise searched sized the next batch for (events/s)
+        self._last_batch: int | None = None  # the last batch observed
 
     @property
     def params(self) -> dict[str, Any]:
-        return self.guards.params
+        return self._params
 
     @property
     def operators(self) -> tuple[str, ...]:
         return self.guards.operators
 
     def observe(self, snapshot: Snapshot) -> None:
-        """The batch's arrivals (by its profile) and stage times into the memory; the anchor of a chosen vector."""
+        """The batch's arrivals (by its profile) and stage times into the memory; the anchor of a chosen vector.
+        Once per batch id."""
+        if self._last_batch is not None and snapshot.batch_id <= self._last_batch:
+            return
+        self._last_batch = snapshot.batch_id
         self.segments.extend(arrival_segments(
             snapshot.time_s - snapshot.interval_s, snapshot.time_s, snapshot.arrivals, snapshot.arrival_profile,
             SETTLE_SPREAD_TRIGGERS * snapshot.trigger_interval_s))
@@ -145,14 +148,13 @@ class SettleMode(SettleReplay):
         self.chose(vector, t, trimmed=True)
         return vector, attainment, held, freed
 
-    def review(self, snapshot: Snapshot, reason: str, details: dict[str, Any]) -> Decision:
-        """The review with settle on: the controller's proposal is recorded, not applied. Up at once to the covering
-        vector when the current one, replayed, keeps less than `settle_act_share`; down to it when it is lower and
-        has been for settle_down_s, and the change pays for itself (the reconfiguration-cost test); else hold."""
+    def review(self, snapshot: Snapshot, details: dict[str, Any]) -> Decision:
+        """The decision after a batch (`details`: what the guards observed). Up at once to the covering vector when
+        the current one, replayed, keeps less than `settle_act_share` (where the runner asks at batch starts, left
+        to the next one); down to it when it is lower and has been for settle_down_s, and the change pays for
+        itself (the reconfiguration-cost test); else hold."""
         current = dict(snapshot.degrees)
         p, t = self.params, snapshot.time_s
-        for key in [k for k in details if k.startswith("predicted.")]:
-            del details[key]  # the proposal's predictions: the ledger must not credit them to the settle rule
         if self.start_held is not None:
             details["guard.settle_start_held"], self.start_held = self.start_held, None
         window = self.guards.excluded(t)
@@ -161,7 +163,7 @@ class SettleMode(SettleReplay):
             vector, attainment, held, freed = trimmed
             details.update({"guard.settle_attainment": attainment, "guard.settle_attainment_current": held,
                             "guard.settle_trim": True, "guard.settle_vector": vector_text(vector)})
-            return Decision(vector, f"{reason}; guards: settle: trim after the raise: replayed on the trigger grid, "
+            return Decision(vector, f"settle: trim after the raise: replayed on the trigger grid, "
                                     f"{vector_text(vector)} keeps {attainment:.1%} on time where "
                                     f"{vector_text(current)} keeps {held:.1%}, {freed:.0%} fewer slots",
                             details=details)
@@ -171,7 +173,7 @@ class SettleMode(SettleReplay):
                 self.guards.lower_since = None
                 self.trim_floor = None  # a trim is for the review right after the raise's batch, not later
             note = "excluded period" if window is not None else "too little observed to replay"
-            return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} ({note})", details=details)
+            return Decision(current, f"settle holds {vector_text(current)} ({note})", details=details)
         vector, attainment, now_attainment, raise_due = found
         details.update({"guard.settle_attainment_current": now_attainment, "guard.settle_attainment": attainment,
                         "guard.settle_vector": vector_text(vector)})
@@ -180,11 +182,11 @@ class SettleMode(SettleReplay):
         if raise_due and want != current:
             self.guards.lower_since = None
             if self.starts_seen:
-                return Decision(current, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "
+                return Decision(current, f"settle: replayed, {vector_text(current)} keeps "
                                          f"{now_attainment:.1%} on time < {act:.1%}; the raise is left to the next "
                                          f"batch start (it sees the events waiting)", details=details)
             self.chose(want, t, raised_from=current)
-            return Decision(want, f"{reason}; guards: settle: replayed, {vector_text(current)} keeps "
+            return Decision(want, f"settle: replayed, {vector_text(current)} keeps "
                                   f"{now_attainment:.1%} on time < {act:.1%}; {vector_text(want)} "
                                   f"{attainment:.1%}", details=details)
         if vector == current or any(vector[op] > current[op] for op in self.operators):
@@ -193,12 +195,12 @@ class SettleMode(SettleReplay):
             if self.no_raise is not None:  # a raise was due by the budget and a test held it: say which
                 details["guard.settle_no_raise"] = self.no_raise
                 why = f"; no raise, {self.no_raise}"
-            return Decision(current, f"{reason}; guards: settle holds {vector_text(current)} (replayed "
+            return Decision(current, f"settle holds {vector_text(current)} (replayed "
                                      f"{now_attainment:.1%} on time{why})", details=details)
-        return self.lowered(current, vector, attainment, t, reason, details)
+        return self.lowered(current, vector, attainment, t, details)
 
     def lowered(self, current: Mapping[str, int], vector: Mapping[str, int], attainment: float, t: float,
-                reason: str, details: dict[str, Any]) -> Decision:
+                details: dict[str, Any]) -> Decision:
         """A review whose covering vector is lower than the one held: down to it once a lower one has sufficed for
         settle_down_s, and the change pays for itself (the reconfiguration-cost test over what is left of a
         bounded run); else hold."""
@@ -208,7 +210,7 @@ class SettleMode(SettleReplay):
         waited = t - self.guards.lower_since
         if waited < p["settle_down_s"]:
             details["guard.down_pending_s"] = waited
-            return Decision(current, f"{reason}; guards: settle: {vector_text(vector)} would do, pending "
+            return Decision(current, f"settle: {vector_text(vector)} would do, pending "
                                      f"({waited:.0f}/{p['settle_down_s']:g} s)", details=details)
         before, after = sum(current.values()), sum(vector.values())
         # in a bounded run, the freed slots count only over what is left of it: in the plant, settle lowered the
@@ -218,11 +220,11 @@ class SettleMode(SettleReplay):
         benefit, cost = (before - after) * horizon, p["reconfig_cost_s"] * (before + after)
         details.update({"guard.benefit_slot_s": benefit, "guard.cost_slot_s": cost})
         if benefit <= cost:
-            return Decision(current, f"{reason}; guards: settle: {vector_text(vector)} would do, not worth a change "
+            return Decision(current, f"settle: {vector_text(vector)} would do, not worth a change "
                                      f"({benefit:.0f} <= {cost:.0f} slot-s"
                                      + (f" over the {horizon:.0f} s left of the run)"
                                         if horizon < p["benefit_horizon_s"] else ")"), details=details)
         self.guards.lower_since = None
         self.chose(vector, t)
-        return Decision(vector, f"{reason}; guards: settle: replayed, {vector_text(vector)} keeps {attainment:.1%} "
+        return Decision(vector, f"settle: replayed, {vector_text(vector)} keeps {attainment:.1%} "
                                 f"on time (target {p['settle_target']:.1%})", details=details)

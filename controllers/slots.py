@@ -27,29 +27,27 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from controllers.types import Decision, Snapshot
-from controllers.common_params import EXECUTOR_BOUNDS
 from controllers.scale_in import ScaleInHold
-from params.declare import Param, SearchRange
+from params.declare import Param, Rule, SearchRange
 
 # managed executors have one core each (jobs.config starts them so): the project's choice, the finest process-level
 # step, and what the 1-core workers of deploy.spark_cluster hold
 EXECUTOR_CORES = 1
 
 EXECUTOR_PARAMS = {
-    "slot_cap": Param(bool, True, "cap every degree at the task slots the run has now (false, or guards=false where "
-                                  "declared: as published, blind to the slots)"),
     "executors": Param(bool, False, "process level: manage the executors (one core each), asking for more when the "
                                     "degrees wanted need more task slots than they give; needs a cluster master"),
-    "min_executors": Param(int, 1, "executors: never fewer", 1),
+    "min_executors": Param(int, 1, "executors: never fewer, and as many in the first batch (Spark's dynamic "
+                                   "allocation starts at its minimum too unless told otherwise)", 1),
     "max_executors": Param(int, 4, "executors: never more (project's choice: 4, twice this machine's cores)", 1,
                            search=SearchRange(1, 8), search_when=("executors", True)),
-    "initial_executors": Param(int, 1, "executors: in the first batch", 1),
     "executor_scale_in_s": Param(float, 30.0, "executors: release one only after fewer were wanted for this long "
                                               "without a break (hysteresis)", 0.0, search=SearchRange(0.0, 120.0),
                                   search_when=("executors", True)),
 }
 
-EXECUTOR_RULES = (EXECUTOR_BOUNDS,)
+EXECUTOR_RULES = (Rule(("min_executors", "max_executors"), lambda v, c: v["min_executors"] <= v["max_executors"],
+                       "min_executors ({min_executors}) must be <= max_executors ({max_executors})"),)
 
 
 class SlotFitter:
@@ -57,12 +55,12 @@ class SlotFitter:
 
     def __init__(self, params: Mapping[str, Any]):
         self.manage = bool(params.get("executors", False))
-        # the slot bound is one of the guards (controllers/guards.py) where a controller has them: guards=false is
-        # the published controller, which does not know the slots
-        self.capping = bool(params.get("slot_cap", True)) and bool(params.get("guards", True))
+        # the slot bound is one of the guards (controllers/guards.py): guards=false is the published controller,
+        # which does not know the slots
+        self.capping = bool(params.get("guards", True))
         self.min = int(params.get("min_executors", 1))
         self.max = int(params.get("max_executors", 1))
-        self.initial = int(params.get("initial_executors", 1))
+        self.initial = self.min
         self.scale_in_s = float(params.get("executor_scale_in_s", 0.0))
         self.run_slots = 0  # local[N]: N, known before the run; 0 on a cluster master
         self.live_slots: int | None = None  # executor cores registered at the last batch
@@ -81,7 +79,7 @@ class SlotFitter:
 
     def guard_slots(self) -> tuple[int, bool]:
         """What the guard layer's slot bound is told (Guards.bind): the slots to plan with and whether to follow
-        the registered count; nothing when the slot cap is off."""
+        the registered count; nothing with the guards off."""
         return (self.attainable(), True) if self.capping else (0, False)
 
     def observe(self, snapshot: Snapshot) -> None:

@@ -57,7 +57,7 @@ WORKLOADS = ("bursty-google-tasks", "bursty-alibaba-batch", "bursty-google-tasks
 MAX_ACTIONS = 8
 # guard settings for an engine where a change restarts the job: fewer actions, paid in held slots
 FEW_ACTIONS = (("ds2", {}), ("ds2", {"stabilisation_s": 60}), ("threshold", {}), ("threshold", {"stabilisation_s": 60}),
-               ("ds2", {"settle": True}))
+               ("settle", {}))
 
 
 @dataclass(frozen=True)

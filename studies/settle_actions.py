@@ -1,5 +1,5 @@
-"""Few actions at a bounded cost: the guards' `settle` option against the defaults and the published DS2, in the noisy
-plant, over every bursty workload the project has (no Spark).
+"""Few actions at a bounded cost: the `settle` controller against DS2's default guards and the published DS2, in the
+noisy plant, over every bursty workload the project has (no Spark).
 
     python -m studies.settle_actions                 # the markdown table, ~1 min
     python -m studies.settle_actions --noise-seeds 5
@@ -8,24 +8,21 @@ plant, over every bursty workload the project has (no Spark).
 Why: the bursty suite's goals (docs/bursty.md) ask DS2 with guards for at most 1.6x the oracle's cost *and* at least
 50 % fewer scaling actions than DS2 without guards. The default guards meet bursts with a raise and a return (two
 actions per burst) and take more actions than the published DS2; the action budget (studies.action_budget) showed that
-a static vector would meet both at 1.3-1.6x. `settle` (controllers/settle.py) learns such a vector online: it holds
-the least vector that, replayed over the arrivals it has seen, keeps settle_target of them within the SLO, and changes
-it only when the held one would not have, or after a lower one has sufficed for settle_down_s.
+a static vector would meet both at 1.3-1.6x. `settle` (controllers/settle_controller.py) learns such a vector online:
+it holds the least vector that, replayed over the arrivals it has seen, keeps settle_target of them within the SLO,
+and changes it only when the held one would not have, or after a lower one has sufficed for settle_down_s.
 
 Cases: the guard study's trace windows (three Google, three Alibaba) and random-peak profiles (studies.
 guards_simulated), the bursty suite's five workloads and the nightly suite's two (each at seed 1), skipped with the
 reason where ../shared/traces is absent; the study's plant with noise (studies.burst_wait_budget.NOISY); the oracle on
-the same noisy run; the controllers get the plant's own costs as their calibration (`calibrated_start`), as the
-suite's Spark runs get the calibration the oracle needs. Per case and configuration: mean actions, SLO attainment,
-cost ÷ the oracle's, and whether the three tests hold: actions <= half the published DS2's (or none), cost <= 1.6x,
-SLO within 5 points of the oracle's. The fifth column sizes settle's raises for the burst still arriving
-(`settle_rate_sizing`, off by default: here it takes more actions than it saves, 34.5 against 31.5 over the 16 cases,
-while on Spark it halved the Alibaba trace's; docs/bursty.md, runs of 2026-12-04). The last two raise only operators whose stage is a fifth of the stage time or more (`settle_stage_share`, off by default): here
-cost is met on 14 cases against 11-12 and the SLO test on 12 against 14 (the Google 10× windows lose 9-10 points: with
-`enrich` at the slot bound, the plant's short stages decide those bursts); on Spark it met both DS2 goals on all five
-bursty traces (docs/bursty.md, runs of 2026-12-05). The defaults of `settle` were chosen on these cases (settle_target
-0.99 / 0.995 / 0.999, settle_down_s 0 / 60, settle_memory_s 120 / 300 were compared here): they are not a held-out
-result, the Spark runs of the bursty suite are (docs/bursty.md).
+the same noisy run; the controllers get the plant's own costs as their calibration, as the suite's Spark runs get the
+calibration the oracle needs. Per case and configuration: mean actions, SLO attainment, cost ÷ the oracle's, and
+whether the three tests hold: actions <= half the published DS2's (or none), cost <= 1.6x, SLO within 5 points of the
+oracle's. The fourth column sizes settle's raises for the burst still arriving (`settle_rate_sizing`); the last two
+raise only operators whose stage is a fifth of the stage time or more (`settle_stage_share`): on Spark that
+configuration met both DS2 goals on all five bursty traces (docs/bursty.md). The defaults of `settle` were chosen on
+these cases (settle_target 0.99 / 0.995 / 0.999, settle_down_s 0 / 60, settle_memory_s 120 / 300 were compared here):
+they are not a held-out result, the Spark runs of the bursty suite are (docs/bursty.md).
 """
 from __future__ import annotations
 
@@ -48,12 +45,11 @@ from workloads import Schedule
 CATALOGUE = ("bursty-google-tasks", "bursty-alibaba-batch", "bursty-google-tasks-1s", "bursty-azure-conv",
              "bursty-nasa-day", "step", "autoscale-paper")
 PUBLISHED = ("ds2:guards=false", "ds2", {"guards": False})
-CONFIGURATIONS = (PUBLISHED, ("ds2 (default guards)", "ds2", {}), ("ds2:settle=true", "ds2", {"settle": True}),
-                  ("threshold:settle=true", "threshold", {"settle": True}),
-                  ("ds2:settle=true,settle_rate_sizing=true", "ds2", {"settle": True, "settle_rate_sizing": True}),
-                  ("ds2:settle=true,settle_stage_share=0.2", "ds2", {"settle": True, "settle_stage_share": 0.2}),
-                  ("ds2:settle=true,settle_rate_sizing=true,settle_stage_share=0.2", "ds2",
-                   {"settle": True, "settle_rate_sizing": True, "settle_stage_share": 0.2}))
+CONFIGURATIONS = (PUBLISHED, ("ds2 (default guards)", "ds2", {}), ("settle", "settle", {}),
+                  ("settle:settle_rate_sizing=true", "settle", {"settle_rate_sizing": True}),
+                  ("settle:settle_stage_share=0.2", "settle", {"settle_stage_share": 0.2}),
+                  ("settle:settle_rate_sizing=true,settle_stage_share=0.2", "settle",
+                   {"settle_rate_sizing": True, "settle_stage_share": 0.2}))
 ACTIONS_CUT, COST_CAP, SLO_SLACK = 0.5, 1.6, 0.05
 
 
@@ -118,10 +114,10 @@ def decision_cost(arrivals: Schedule, runs: int = 3) -> str:
     run (the decisions after each batch and at each batch start; the best of `runs` per configuration)."""
     ops = tuple(op.name for op in PLANT.operators)
     per_batch = {}
-    for label, params in (("default guards", {}), ("settle", {"settle": True})):
+    for label, name in (("default guards", "ds2"), ("settle", "settle")):
         best = None
         for _ in range(runs):
-            controller = build_controller("ds2", {"guards": True, **params}, ops, PLANT.max_degree)
+            controller = build_controller(name, {}, ops, PLANT.max_degree)
             controller.bind(RunContext(trigger_s=PLANT.trigger_interval_s, slo_latency_s=SLO_LATENCY_S,
                                        max_degree=PLANT.max_degree, slots=PLANT.slots))
             loop, spent = ControlLoop(controller), [0.0]

@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING
 
 from controllers.guard_stages.review import Review, Stage
 from controllers.types import vector_text
-from params.declare import Choices, Param
 
 if TYPE_CHECKING:
     from controllers.guards import Guards
@@ -17,16 +16,12 @@ BURST_RETURN = "guard.burst_return"
 class IdleRelease(Stage):
     """After a batch during which nothing arrived and that left nothing waiting, every operator to `min_degree` at
     once: Spark runs no batch until events arrive and burst sizing sizes that batch as it starts, so a vector held
-    through a silence is paid for nothing."""
-
-    PARAMS = {"idle_release": Param(
-        bool, True, "guards: after a batch during which nothing arrived and that left nothing waiting, every operator "
-                    "to min_degree at once (the next batch runs when events arrive, and burst sizing sizes it then)",
-        search_when=("guards", True), search=Choices((True, False)))}
+    through a silence is paid for nothing. No option: a controller that should hold its vector through silences leaves
+    the stage out of its GUARD_STAGES."""
 
     def apply(self, review: Review, guards: Guards) -> None:
         snapshot, p = review.snapshot, guards.params
-        if not p["idle_release"] or snapshot.arrivals or snapshot.backlog or guards.excluded(snapshot.time_s):
+        if snapshot.arrivals or snapshot.backlog or guards.excluded(snapshot.time_s):
             return
         idle = {op: p["min_degree"] for op in review.operators}
         if idle == review.current:

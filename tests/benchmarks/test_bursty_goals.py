@@ -19,12 +19,12 @@ def test_goals_per_workload_against_the_oracle_also_where_it_is_infeasible(tmp_p
                  ("calm", "ds2:guards=false", seed, 0.99, 150.0, 20, 0),
                  ("calm", "ds2", seed, 0.97, 120.0, 6, 0),   # 1.2x, 70 % fewer actions
                  ("calm", "threshold", seed, 0.80, 90.0, 4, 0),          # cheap but 20 points below the oracle
-                 ("calm", "ds2:settle=true", seed, 0.98, 140.0, 2, 0),   # 1.4x, 90 % fewer actions
+                 ("calm", "settle", seed, 0.98, 140.0, 2, 0),   # 1.4x, 90 % fewer actions
                  # the oracle keeps only 80 % on the bursts: its cost is the bound of what it reached
                  ("bursts", "oracle:service_s={a: 1}", seed, 0.80, 200.0, 9, 4),
                  ("bursts", "ds2:guards=false", seed, 0.50, 1000.0, 30, 0),
                  ("bursts", "ds2", seed, 0.78, 400.0, 20, 0),
-                 ("bursts", "ds2:settle=true", seed, 0.70, 300.0, 18, 0)]
+                 ("bursts", "settle", seed, 0.70, 300.0, 18, 0)]
     uri, parent = fabricate(tmp_path, rows)
     text = "\n".join(goals(uri, [parent]))
     assert "calm: oracle SLO 100.0 [100.0, 100.0] %" in text
@@ -36,7 +36,7 @@ def test_goals_per_workload_against_the_oracle_also_where_it_is_infeasible(tmp_p
     assert "DS2 with guards: 2.00x the oracle — goal <= 1.6x MISSED" in text
     assert "DS2 with guards: 33% fewer scaling actions than without — goal >= 50% fewer MISSED" in text
     # the few-actions mode is read on its own: both goals on the calm workload, the cost only on the bursts
-    settled = "DS2 with guards, settled (ds2:settle=true)"
+    settled = "settle (the few-actions controller)"
     assert f"{settled}: 1.40x the oracle — goal <= 1.6x met" in text
     assert f"{settled}: 90% fewer scaling actions than without — goal >= 50% fewer met" in text
     assert f"{settled}: 1.50x the oracle — goal <= 1.6x met" in text
@@ -141,9 +141,9 @@ def test_where_runs_met_the_oracles_trigger_phase_the_attainment_test_reads_the_
     # ds2 ran at free phases only: the means decide, 0.40 against the oracle's 0.56
     rows += [row(f"d{seed}", "ds2", seed, 0.40, 105.0, None) for seed in (1, 2)]
     # settled DS2: 1.5x the oracle beside it at the same phase, 2.5x the cheapest oracle on a dearer day's runs
-    rows += [row(f"s{seed}", "ds2:settle=true", seed, att - 0.05, 150.0, phase)
+    rows += [row(f"s{seed}", "settle", seed, att - 0.05, 150.0, phase)
              for seed, phase, att in ((1, 1.236068, 0.36), (2, 0.472136, 0.76))]
-    rows += [row(f"S{seed}", "ds2:settle=true", seed, 0.30, 350.0, None) for seed in (1, 2)]
+    rows += [row(f"S{seed}", "settle", seed, 0.30, 350.0, None) for seed in (1, 2)]
     record = tmp_path / "runs.csv"
     pd.DataFrame(rows).reindex(columns=list(RECORD_COLUMNS)).to_csv(record, index=False)
     text = "\n".join(goals(None, [], record=record))
@@ -154,7 +154,7 @@ def test_where_runs_met_the_oracles_trigger_phase_the_attainment_test_reads_the_
     assert ("best non-oracle within 5% points of the oracle's attainment: threshold at 1.10x (paired) — goal <= 1.3x "
             "met") in text
     # the DS2 cost goal reads the same pairs where there are any; the unpaired means are 2.50x
-    assert ("DS2 with guards, settled (ds2:settle=true): 1.50x the oracle (paired: the oracle at the same seed and "
+    assert ("settle (the few-actions controller): 1.50x the oracle (paired: the oracle at the same seed and "
             "trigger phase, 2 seeds, 1.50 [1.50, 1.50]x; against the cheapest oracle run of each seed 2.50x) — goal "
             "<= 1.6x met") in text
     assert "DS2 with guards: 1.05x the oracle — goal <= 1.6x met" in text  # no pairs: the cheapest oracle, as before

@@ -61,7 +61,8 @@ def test_threshold_holds_inside_the_band_and_at_max():
     "name, params, message",
     [
         ("nonesuch", {}, "unknown controller 'nonesuch'; known controllers: autoscale, ds2, executor-autoscaler, "
-         "multilevel, multilevel-benchmark, oracle, scripted, seep-detector, seep-policy, spark-dynamic-allocation, "
+         "multilevel, multilevel-benchmark, oracle, scripted, seep-detector, seep-policy, settle, "
+         "spark-dynamic-allocation, "
          "static, threshold"),
         ("threshold", {"scale_up": 0.9}, "controller 'threshold': unknown parameter(s) scale_up"),
         ("threshold", {"cooldown_s": -1}, "parameter 'cooldown_s' must be >= 0.0"),

@@ -1,4 +1,4 @@
-"""Settle (controllers/settle.py and the guards' `settle` option): the replay against hand-computed queues, the
+"""Settle (controllers/settle.py, the settle controller): the replay against hand-computed queues, the
 greedy covering vector, the error budget, the arrival profile, and on the plant model a bursty load on which
 settling takes far fewer actions than the default guards without giving up the SLO."""
 import re
@@ -263,7 +263,7 @@ def random_peaks(seed):
 def simulated(controller, params, arrivals, plant=PLANT, duration_s=None, horizon_s=0.0, noise_seed=None):
     """(actions, SLO attainment, the run) of `controller` on the plant; `horizon_s` the run length it is told (0:
     a stream that runs until stopped)."""
-    ctl = build_controller(controller, {"guards": True, **params}, OPS, plant.max_degree)
+    ctl = build_controller(controller, params, OPS, plant.max_degree)
     ctl.bind(RunContext(trigger_s=plant.trigger_interval_s, slo_latency_s=SLO_S, max_degree=plant.max_degree,
                         slots=plant.slots, duration_s=horizon_s))
     result = simulate(plant, arrivals, ControlLoop(ctl), duration_s or arrivals.spec.duration_s,
@@ -280,7 +280,7 @@ def test_on_bursty_load_settling_takes_far_fewer_actions_than_the_default_guards
     """Random peaks of 8x the base: the default guards meet each peak with a raise and a return (about 25 actions
     per run); settled, a handful, within 10 SLO points of the defaults."""
     default = [run(controller, random_peaks(seed)) for seed in (1, 2, 3)]
-    settled = [run(controller, random_peaks(seed), settle=True) for seed in (1, 2, 3)]
+    settled = [run("settle", random_peaks(seed)) for seed in (1, 2, 3)]
     assert sum(r[0] for r in settled) <= 0.3 * sum(r[0] for r in default), (default, settled)
     assert np.mean([r[1] for r in settled]) >= np.mean([r[1] for r in default]) - 0.10
     decisions = [d for d in settled[0][2].decisions if d.changed]
@@ -292,7 +292,7 @@ def test_a_settled_vector_is_lowered_only_after_settle_down_s():
     spec = {"name": "one-burst", "profile": "flash_crowd", "duration_s": 180, "seed": 1,
             "params": {"base": 1500, "peak": 12000, "at_s": 20, "rise_s": 1, "decay_s": 4}}
     for down_s in (30.0, 90.0):
-        _, _, result = run("ds2", spec, settle=True, settle_down_s=down_s, settle_memory_s=40)
+        _, _, result = run("settle", spec, settle_down_s=down_s, settle_memory_s=40)
         changes = [d for d in result.decisions if d.changed]
         ups = [d for d in changes if sum(d.after.values()) > sum(d.before.values())]
         downs = [d for d in changes if sum(d.after.values()) < sum(d.before.values())]
@@ -307,7 +307,7 @@ def test_a_bounded_run_shorter_than_the_memory_spends_its_error_budget_over_itse
     arrivals = Schedule(parse_workload({**load_workload("step").to_dict(), "seed": 1}, source="test"))
 
     def attainment(horizon_s):
-        actions, slo, _ = simulated("ds2", {"settle": True}, arrivals, horizon_s=horizon_s)
+        actions, slo, _ = simulated("settle", {}, arrivals, horizon_s=horizon_s)
         return slo, actions
 
     unbounded, bounded = attainment(0.0), attainment(arrivals.spec.duration_s)
@@ -324,7 +324,7 @@ def test_a_bounded_run_shorter_than_the_memory_spends_its_error_budget_over_itse
 ])
 def test_bad_settle_settings_are_rejected_naming_the_option(params, message):
     with pytest.raises(ConfigError) as err:
-        build_controller("ds2", {"settle": True, **params}, OPS, 8)
+        build_controller("settle", params, OPS, 8)
     assert message in str(err.value)
 
 
@@ -333,10 +333,8 @@ def test_the_replay_reads_an_operators_speed_up_over_the_memory_where_the_bursts
     guards' curve (the last ten batches at a degree) forgets the bursts once their vector is held; the replay,
     which predicts the bursts, keeps them."""
     from controllers import OperatorMetrics, Snapshot
-    from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards
-    from params.declare import check_params
 
-    g = Guards(check_params("guards", GUARD_PARAMS, {"guards": True, "settle": True}, GUARD_RULES), OPS, 8)
+    g = guards()
 
     def batch(i, records, busy, span):
         ops = tuple(OperatorMetrics(op, 4 if op == "enrich" else 1, records, records,
@@ -349,20 +347,43 @@ def test_the_replay_reads_an_operators_speed_up_over_the_memory_where_the_bursts
     g.observe(batch(0, 40000, 6.4, 1.6))  # a burst: 4 tasks busy 1.6 s each
     for i in range(1, 13):
         g.observe(batch(i, 1000, 0.2, 0.1))  # small batches: a speed-up of 2
-    assert g.speedup("enrich", 4) == pytest.approx(2.0)
+    assert g.controller.guards.speedup("enrich", 4) == pytest.approx(2.0)
     assert g.settle.speedup("enrich", 4) == pytest.approx((6.4 + 12 * 0.2) / (1.6 + 12 * 0.1))
     assert g.settle.speedup("enrich", 4) > 3.0
 
 
 # ---- when the guards act ---------------------------------------------------------------------------------------
 
-def guards():
-    from controllers.guards import GUARD_PARAMS, GUARD_RULES, Guards
-    from params.declare import check_params
+class Settled:
+    """The settle controller driven by hand, as the loop drives it: batches observed, asked at a batch start, a
+    decision after a batch (the trigger 2 s, the SLO 5 s, 8 slots)."""
 
-    g = Guards(check_params("guards", GUARD_PARAMS, {"guards": True, "settle": True}, GUARD_RULES), OPS, 8)
-    g.bind(5.0, slots=8)
-    return g
+    def __init__(self, **params):
+        self.controller = build_controller("settle", params, OPS, 8)
+        self.bind(5.0, slots=8)
+
+    def bind(self, slo_latency_s, slots, horizon_s=0.0):
+        self.controller.bind(RunContext(trigger_s=2.0, slo_latency_s=slo_latency_s, slots=slots,
+                                        duration_s=horizon_s))
+
+    @property
+    def settle(self):
+        return self.controller.settle
+
+    def observe(self, snapshot):
+        self.controller.guards.observe(snapshot)
+        self.settle.observe(snapshot)
+
+    def batch_start(self, pending, current, trigger_s, oldest_wait_s=None, time_s=None, recent_arrivals=None):
+        assert trigger_s == 2.0
+        return self.controller.at_batch_start(pending, time_s, current, oldest_wait_s, recent_arrivals)
+
+    def review(self, snapshot):
+        return self.controller.decide(snapshot)
+
+
+def guards(**params):
+    return Settled(**params)
 
 
 def snapshot(i, time_s, events, degrees, enrich_per_record_s=1e-3):
@@ -399,21 +420,21 @@ def test_a_raise_held_at_a_batch_start_is_in_the_next_reviews_record():
     g.observe(burst)
     assert g.batch_start(100, ones, 2.0, time_s=burst.time_s + 0.01) is None
     after = snapshot(11, burst.time_s + 0.6, 100, ones)
-    held = g.review(after, ones, "proposal").details["guard.settle_start_held"]
+    held = g.review(after).details["guard.settle_start_held"]
     assert held.startswith(f"at {burst.time_s + 0.01:.1f} s, 100 events waiting: repay: a raise to ")
     later = snapshot(12, burst.time_s + 0.9, 0, ones)
-    assert "guard.settle_start_held" not in g.review(later, ones, "proposal").details
+    assert "guard.settle_start_held" not in g.review(later).details
 
 
 def test_a_review_raises_itself_only_where_the_runner_does_not_ask_at_batch_starts():
     ones = {op: 1 for op in OPS}
     alone = guards()
-    decision = alone.review(history(alone, ones), ones, "proposal")
+    decision = alone.review(history(alone, ones))
     assert decision.degrees["enrich"] > 1
     asked = guards()
     burst = history(asked, ones)
     assert asked.batch_start(1000, ones, 2.0, time_s=20.0) is None  # a quiet batch: no raise, but it asks there
-    decision = asked.review(burst, ones, "proposal")
+    decision = asked.review(burst)
     assert dict(decision.degrees) == ones and "left to the next batch start" in decision.reason
     raised = asked.batch_start(1000, ones, 2.0, time_s=burst.time_s + 0.01)
     assert raised is not None and raised.degrees["enrich"] > 1
@@ -426,7 +447,7 @@ def test_in_a_bounded_run_no_raise_is_taken_that_the_rest_of_the_run_cannot_repa
     for horizon_s, raised in ((0.0, True), (300.0, True), (32.3, False)):
         g = guards()
         g.bind(5.0, slots=8, horizon_s=horizon_s)
-        decision = g.review(history(g, ones), ones, "proposal")
+        decision = g.review(history(g, ones))
         assert (decision.degrees["enrich"] > 1) is raised, (horizon_s, decision.reason)
         # the decision record says which test held a raise the budget called for
         assert ("guard.settle_no_raise" in decision.details) is not raised
@@ -445,14 +466,14 @@ def test_a_held_vector_is_raised_for_new_late_arrivals_not_for_the_history_it_wa
     same history, replayed as the cost estimates moved, raised held vectors for no new arrival."""
     ones = {op: 1 for op in OPS}
     g = guards()
-    chosen = dict(g.review(history(g, ones), ones, "proposal").degrees)
+    chosen = dict(g.review(history(g, ones)).degrees)
     # the costs now read 40 % higher: replayed at these costs, the burst is partly late at the chosen vector
     for i in range(11, 16):
         g.observe(snapshot(i, 31.3 + 2.0 * (i - 10), 1000, chosen, 1.4e-3))
     last = snapshot(16, 31.3 + 12.0, 1000, chosen, 1.4e-3)
-    assert dict(g.review(last, chosen, "proposal").degrees) == chosen
+    assert dict(g.review(last).degrees) == chosen
     g.settle.chosen = None  # the same vector, not chosen by settle: the burst's late events count
-    assert g.review(snapshot(17, 31.3 + 14.0, 1000, chosen, 1.4e-3), chosen, "proposal").degrees["enrich"] > \
+    assert g.review(snapshot(17, 31.3 + 14.0, 1000, chosen, 1.4e-3)).degrees["enrich"] > \
         chosen["enrich"]
 
 
@@ -471,7 +492,7 @@ def test_on_a_load_no_vector_carries_a_raise_that_buys_less_than_the_slack_is_no
         pytest.skip(f"the Google 2011 task events trace is not on this machine: {exc}")
 
     def runs(min_gain):
-        return [simulated("ds2", {"settle": True, "settle_min_gain": min_gain}, arrivals, NOISY, noise_seed=n)
+        return [simulated("settle", {"settle_min_gain": min_gain}, arrivals, NOISY, noise_seed=n)
                 for n in (0, 1, 2, 3)]
 
     taken, skipped = runs(False), runs(True)
@@ -488,8 +509,8 @@ def test_a_raise_for_events_that_waited_long_is_trimmed_once_to_what_the_trigger
     cheap operators too; the review after its batch lowers once to the least vector that, replayed on the trigger
     grid over the same arrivals, keeps what the raised one keeps (less one error budget). Over three seeds: less
     cost, at most one more action per raise, the SLO within two points; settle_trim_share=1 turns it off."""
-    trimmed = [run("ds2", random_peaks(seed), settle=True) for seed in (1, 2, 3)]
-    untrimmed = [run("ds2", random_peaks(seed), settle=True, settle_trim_share=1.0) for seed in (1, 2, 3)]
+    trimmed = [run("settle", random_peaks(seed)) for seed in (1, 2, 3)]
+    untrimmed = [run("settle", random_peaks(seed), settle_trim_share=1.0) for seed in (1, 2, 3)]
     assert sum(r[2].slot_seconds for r in trimmed) <= 0.95 * sum(r[2].slot_seconds for r in untrimmed)
     assert np.mean([r[1] for r in trimmed]) >= np.mean([r[1] for r in untrimmed]) - 0.02
     trims = 0
@@ -534,8 +555,7 @@ def test_with_rate_sizing_a_raise_for_a_burst_still_arriving_also_carries_the_ne
     profile = tuple([1000] * int(round(2.0 / ARRIVAL_BIN_S)))  # 1,000 per 0.25 s bin: 4,000 ev/s
 
     def raise_at_start(**params):
-        g = guards()
-        g.params = {**g.params, **params}
+        g = guards(**params)
         for i in range(10):
             g.observe(snapshot(i, 2.0 * (i + 1), 1000, ones))
         return g.batch_start(8000, ones, 2.0, oldest_wait_s=2.0, time_s=22.0, recent_arrivals=profile)
@@ -560,8 +580,10 @@ def test_the_trim_would_undo_a_raise_the_quiet_load_does_not_need_and_keeps_one_
         quiet.observe(snapshot(i, 2.0 * (i + 1), 1000, ones))
     assert quiet.settle.trim_would_undo(ones, raised, 2.0)
     assert not quiet.settle.trim_would_undo(ones, ones, 2.0)  # no raise, nothing to undo
-    quiet.params = {**quiet.params, "settle_trim_share": 1.0}
-    assert not quiet.settle.trim_would_undo(ones, raised, 2.0)
+    untrimmed = guards(settle_trim_share=1.0)
+    for i in range(11):
+        untrimmed.observe(snapshot(i, 2.0 * (i + 1), 1000, ones))
+    assert not untrimmed.settle.trim_would_undo(ones, raised, 2.0)
     burst = guards()
     burst.observe(history(burst, ones))
     assert not burst.settle.trim_would_undo(ones, raised, 2.0)

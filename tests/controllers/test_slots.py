@@ -29,7 +29,7 @@ def test_degrees_wanted_past_the_registered_slots_are_capped_at_them(name):
     """A load four times what the last batch could carry: unguarded, both controllers size some operator past the 2
     task slots of the two 1-core executors that registered; slot-aware, nothing goes past 2."""
     heavy = on_cluster(HEAVY, slots=2)
-    blind = loop_of(name, {"slot_cap": False, "cooldown_s": 0} if name == "threshold" else {"slot_cap": False})
+    blind = loop_of(name, {"guards": False, "cooldown_s": 0} if name == "threshold" else {"guards": False})
     assert max(blind.step(heavy).values()) > 2
     aware = loop_of(name, {"cooldown_s": 0} if name == "threshold" else {})
     degrees = aware.step(heavy)
@@ -47,7 +47,7 @@ def test_autoscale_is_capped_at_the_slots_too():
     wants_four = Decision({op: 4 for op in OPS}, "sized for the forecast")
     fitted = c.fit_to_slots(wants_four, on_cluster(snap(batch_s=2.4), slots=3), None, 10.0)
     assert set(fitted.degrees.values()) == {3} and fitted.details["slots.cap"] == 3
-    assert build_controller("autoscale", {"slot_cap": False}, OPS, 8).fit_to_slots(
+    assert build_controller("autoscale", {"guards": False}, OPS, 8).fit_to_slots(
         wants_four, on_cluster(snap(batch_s=2.4), slots=3), None, 10.0) is wants_four
 
 
@@ -66,7 +66,7 @@ def test_with_executors_managed_a_scale_out_asks_for_executors_at_once_and_degre
 
 def test_executors_are_released_only_after_fewer_were_wanted_for_the_hysteresis_and_to_the_most_wanted_then():
     controller = build_controller("static", {}, OPS, 8)  # any slot-aware controller: drive the fitter directly
-    fitter = build_controller("ds2", {"executors": True, "max_executors": 4, "initial_executors": 4,
+    fitter = build_controller("ds2", {"executors": True, "max_executors": 4,
                                       "executor_scale_in_s": 30}, OPS, 8).slot_fitter
     assert controller.slot_fitter is None  # static is not slot-aware: never capped
     assert fitter.executor_target(1, 4, 0.0)[0] == 4  # fewer wanted from t=0
@@ -81,7 +81,7 @@ def test_executors_are_released_only_after_fewer_were_wanted_for_the_hysteresis_
 
 
 def test_executor_bounds_hold_and_scale_in_caps_degrees_at_the_slots_that_remain():
-    fitter = build_controller("threshold", {"executors": True, "min_executors": 2, "initial_executors": 2,
+    fitter = build_controller("threshold", {"executors": True, "min_executors": 2,
                                             "max_executors": 6, "executor_scale_in_s": 0}, OPS, 8).slot_fitter
     assert fitter.executor_target(1, 2, 0.0)[0] == 2  # never below min_executors
     assert fitter.executor_target(8, 2, 1.0)[0] == 6  # never above max_executors
@@ -106,8 +106,7 @@ def test_local_slots_cap_when_no_snapshot_says_more():
 
 
 @pytest.mark.parametrize("params, message", [
-    ({"min_executors": 3, "initial_executors": 2}, "min_executors <= initial_executors <= max_executors"),
-    ({"initial_executors": 5, "max_executors": 4}, "min_executors <= initial_executors <= max_executors"),
+    ({"min_executors": 5, "max_executors": 4}, r"min_executors \(5\) must be <= max_executors \(4\)"),
     ({"executor_scale_in_s": -1}, "executor_scale_in_s"),
     ({"max_executors": 0}, "max_executors"),
 ])

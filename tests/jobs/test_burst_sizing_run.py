@@ -24,10 +24,10 @@ def spikes(tmp_path, at=(10, 17, 24), duration_s=30):
     return workload
 
 
-def run_spikes(param, experiment, tracking_uri, mlflow_client, tmp_path, **schedule):
-    """DS2 with `param` on the spikes (`schedule`: spikes' times and duration): the finished run (checked: nothing lost
+def run_spikes(controller, experiment, tracking_uri, mlflow_client, tmp_path, **schedule):
+    """`controller` on the spikes (`schedule`: spikes' times and duration): the finished run (checked: nothing lost
     or duplicated), its metrics and its decisions."""
-    proc = run_cli(["--controller", "ds2", "--param", param, "--param", "min_records=100",
+    proc = run_cli(["--controller", controller, "--param", "min_records=100",
                     "--workload", str(spikes(tmp_path, **schedule)), "--tracking-uri", tracking_uri, "--experiment", experiment,
                     "--output-dir", str(tmp_path / "job"), "--quiet"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -43,7 +43,7 @@ def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_ur
     # four spikes 12 s apart: a spike that arrives while a batch runs is met by the review after it, which may raise
     # every operator to the slot bound and hold it there through spikes that follow closely (in one CI run: the first
     # spike mid-batch, the next two read at the bound, no burst sizing left to do); 12 s lets it come back
-    run, m, decisions = run_spikes("guards=true", "it-burst", tracking_uri, mlflow_client, tmp_path,
+    run, m, decisions = run_spikes("ds2", "it-burst", tracking_uri, mlflow_client, tmp_path,
                                    at=(10, 22, 34, 46), duration_s=52)
     bursts = [d for d in decisions if d["reason"].startswith("at batch start: burst") and d["changed"]]
     assert bursts, [d["reason"] for d in decisions]
@@ -77,14 +77,14 @@ def test_the_batch_that_reads_a_burst_runs_with_degrees_sized_for_it(tracking_ur
 @pytest.mark.timing
 def test_settled_the_job_holds_one_vector_for_the_spikes_from_the_arrival_profile(tracking_uri, mlflow_client,
                                                                                   tmp_path):
-    """The guards' settle mode on Spark: the job gives the arrival profile with every batch and at every batch
-    start, the guards replay it, and the three spikes are met by a held vector, raised at most once per spike and
+    """The settle controller on Spark: the job gives the arrival profile with every batch and at every batch
+    start, settle replays it, and the three spikes are met by a held vector, raised at most once per spike and
     not returned, instead of a raise and a return each. Whether the first raise already covers the later spikes
     depends on where they fall against the batches (the trigger phase): 1-2 raises in most runs, 3 in one on
     2026-11-28 (the third a one-slot top-up of aggregate). A raise may be trimmed once, right after its batch,
     never below the vector before it, and a trimmed vector raised again ends the trims: at most one trim a run
     (one run on 2026-12-04: 1, 1, 1, 1 raised to 4, 4, 3, 1 for the first spike, trimmed to 2, 4, 1, 1)."""
-    run, m, decisions = run_spikes("settle=true", "it-settle", tracking_uri, mlflow_client, tmp_path)
+    run, m, decisions = run_spikes("settle", "it-settle", tracking_uri, mlflow_client, tmp_path)
     changes = [d for d in decisions if d["changed"]]
     assert changes and all("settle" in d["reason"] for d in changes), [d["reason"] for d in decisions]
     # raised and held: at most one raise per spike (burst sizing: a raise and a return each, 6), and one trim

@@ -23,7 +23,7 @@ def test_the_run_context_carries_them_to_the_controller():
 
 def test_the_run_context_carries_how_long_a_replayed_workload_runs():
     """Settle spends its error budget over a bounded run shorter than its memory (controllers/settle_replay.py)."""
-    config = RunConfig(controller="ds2", controller_params={"settle": True}, workload="step", master="local[2]")
+    config = RunConfig(controller="settle", controller_params={}, workload="step", master="local[2]")
     assert config.context().duration_s == 0.0  # not validated: no workload read yet
     assert config.validate().context().duration_s == 60.0
     shorter = RunConfig(controller="ds2", controller_params={}, workload="step", master="local[2]", duration_s=30)
