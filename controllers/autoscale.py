@@ -228,7 +228,6 @@ class AutoscaleController(GuardLayer, Controller):
         operator's arrivals are their own series. The paper's and the naive predictors never are (a registry that
         fell back to the paper's predictor hands that over), so the paper's behaviour is reproduced exactly."""
         super().bind(context)
-        self._bind_guards(context)
         if context.predictor is not None:
             self.predictor = context.predictor
             self.predictor_note = context.predictor_warning

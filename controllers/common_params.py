@@ -73,6 +73,11 @@ def below(low: str, high: str) -> Rule:
     return Rule((low, high), lambda v, c: v[low] < v[high], f"{low} ({{{low}}}) must be below {high} ({{{high}}})")
 
 
+def uniform_initial_degrees(values, operators, max_degree: int) -> dict[str, int]:
+    """Every operator at initial_degree, at least min_degree, at most the run's max degree."""
+    return {op: min(max_degree, max(values["initial_degree"], values["min_degree"])) for op in operators}
+
+
 def initial_degrees(values, operators) -> dict[str, int]:
     """The first degrees from initial_degree and the per-operator overrides in initial_degrees (when declared)."""
     overrides = values.get("initial_degrees", {})

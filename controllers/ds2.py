@@ -54,13 +54,13 @@ from collections import deque
 from typing import Callable, Mapping
 
 from controllers.base import Controller, Param, register
-from controllers.common_params import SEARCHED_INITIAL_DEGREE, at_most_max_degree
+from controllers.common_params import SEARCHED_INITIAL_DEGREE, at_most_max_degree, uniform_initial_degrees
 from controllers.cost_model import within_budget
 from controllers.guard_layer import GuardLayer
 from controllers.guards import GUARD_PARAMS, GUARD_RULES, catch_up_rate, vector_text
 from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
 from params.declare import SearchRange
-from controllers.types import Decision, RunContext, Snapshot
+from controllers.types import Decision, Snapshot
 
 
 # The project's choice for a load no vector within the caps keeps up with: tasks are bought until the batch is within
@@ -119,13 +119,8 @@ class DS2Controller(GuardLayer, Controller):
         self._last_change_batch = -1
         self._make_guards()
 
-    def bind(self, context: RunContext) -> None:
-        super().bind(context)
-        self._bind_guards(context)
-
     def initial_degrees(self) -> dict[str, int]:
-        return {op: min(self.max_degree, max(self.params["initial_degree"], self.params["min_degree"]))
-                for op in self.operators}
+        return uniform_initial_degrees(self.params, self.operators, self.max_degree)
 
     def _cap(self) -> int:
         slots = self.params["parallel_slots"]

@@ -24,8 +24,8 @@ from controllers.types import Decision, RunContext, Snapshot
 
 class GuardLayer:
     """Mixin for a `Controller` whose PARAMS include GUARD_PARAMS (and RULES GUARD_RULES). Call `_make_guards()` in
-    `__init__` after the base's, `_bind_guards(context)` in `bind` after the base's, and `_reviewed(snapshot,
-    propose)` as `decide`; `at_batch_start` is provided."""
+    `__init__` after the base's and `_reviewed(snapshot, propose)` as `decide`; `bind` (the guards bound to the run
+    after the base) and `at_batch_start` are provided."""
 
     guards: Guards
     # the review's stages this controller runs (controllers/guard_stages/); all of them unless it says otherwise
@@ -38,6 +38,10 @@ class GuardLayer:
         itself and the guards must not do a second time (multilevel's scale-in stabilisation is per table row)."""
         self.guards = Guards({**self.params, **(own or {})}, self.operators, self.max_degree, operator_caps,
                              self.GUARD_STAGES)
+
+    def bind(self, context: RunContext) -> None:
+        super().bind(context)  # type: ignore[misc]  (the Controller this mixin is combined with)
+        self._bind_guards(context)
 
     def _bind_guards(self, context: RunContext) -> None:
         slots, follow_live = self.slot_fitter.guard_slots() if self.slot_fitter is not None else (context.slots, True)

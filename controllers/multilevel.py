@@ -370,7 +370,6 @@ class MultilevelController(GuardLayer, Controller):
         self.table = table
         self._trigger_s = context.trigger_s
         self._bind_predictor(context)
-        self._bind_guards(context)
 
     def _bind_predictor(self, context: RunContext) -> None:
         """A learned predictor the run loaded is used, guarded unless predictor_guard is off. A registry without the

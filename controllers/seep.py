@@ -36,11 +36,11 @@ from controllers.base import ConfigError, Controller, Param, register
 from controllers.common_params import INITIAL_DEGREE, INITIAL_DEGREES, at_most_max_degree
 from controllers.guard_layer import GuardLayer
 from controllers.guards import GUARD_PARAMS, GUARD_RULES
-from params.declare import Choices, SearchRange
+from params.declare import SearchRange
 from controllers.policy.catalogue import resolve_policy
 from controllers.policy.engine import PolicyEngine
 from controllers.policy.parse import PolicyError
-from controllers.types import Decision, RunContext, Snapshot
+from controllers.types import Decision, Snapshot
 
 
 @dataclass
@@ -148,10 +148,6 @@ class PolicyController(GuardLayer, Controller):
     def run_params(self) -> dict[str, Any]:
         return {"policy.name": self.policy.name or "(unnamed)", "policy.rules": len(self.policy.rules)}
 
-    def bind(self, context: RunContext) -> None:
-        super().bind(context)
-        self._bind_guards(context)
-
     def decide(self, snapshot: Snapshot) -> Decision:
         return self._reviewed(snapshot, self._propose)
 
@@ -199,10 +195,6 @@ class SeepDetector(GuardLayer, Controller):
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: self.params["initial_degree"] for op in self.operators}
-
-    def bind(self, context: RunContext) -> None:
-        super().bind(context)
-        self._bind_guards(context)
 
     def decide(self, snapshot: Snapshot) -> Decision:
         return self._reviewed(snapshot, self._propose)

@@ -21,13 +21,13 @@ from __future__ import annotations
 from typing import Mapping
 
 from controllers.base import Controller, register
-from controllers.common_params import SEARCHED_INITIAL_DEGREE, at_most_max_degree
+from controllers.common_params import SEARCHED_INITIAL_DEGREE, at_most_max_degree, uniform_initial_degrees
 from controllers.guard_layer import GuardLayer
 from controllers.guard_params import GUARD_PARAMS, SLOTS_RULE
 from controllers.guard_stages import ExcludedPeriods, ReconfigurationCost
 from controllers.settle_mode import SettleMode
 from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
-from controllers.types import Decision, RunContext, Snapshot
+from controllers.types import Decision, Snapshot
 from params.declare import Choices, Param, SearchRange
 
 SETTLE_PARAMS: dict[str, Param] = {
@@ -96,13 +96,8 @@ class SettleController(GuardLayer, Controller):
                                if name not in self.params})
         self.settle = SettleMode(self.guards, self.params)
 
-    def bind(self, context: RunContext) -> None:
-        super().bind(context)
-        self._bind_guards(context)
-
     def initial_degrees(self) -> dict[str, int]:
-        return {op: min(self.max_degree, max(self.params["initial_degree"], self.params["min_degree"]))
-                for op in self.operators}
+        return uniform_initial_degrees(self.params, self.operators, self.max_degree)
 
     def at_batch_start(self, pending: int, time_s: float, degrees: Mapping[str, int],
                        oldest_wait_s: float | None = None,

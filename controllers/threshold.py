@@ -29,7 +29,7 @@ from controllers.guard_layer import GuardLayer
 from controllers.guards import GUARD_PARAMS, GUARD_RULES
 from controllers.slots import EXECUTOR_PARAMS, EXECUTOR_RULES
 from params.declare import Choices, SearchRange
-from controllers.types import Decision, RunContext, Snapshot
+from controllers.types import Decision, Snapshot
 
 
 @register
@@ -57,10 +57,6 @@ class ThresholdController(GuardLayer, Controller):
         super().__init__(params, operators, max_degree)
         self._last_action_s: float | None = None
         self._make_guards()
-
-    def bind(self, context: RunContext) -> None:
-        super().bind(context)
-        self._bind_guards(context)
 
     def initial_degrees(self) -> dict[str, int]:
         return {op: max(self.params["initial_degree"], self.params["min_degree"]) for op in self.operators}

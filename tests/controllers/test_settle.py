@@ -1,7 +1,6 @@
 """Settle (controllers/settle.py, the settle controller): the replay against hand-computed queues, the
 greedy covering vector, the error budget, the arrival profile, and on the plant model a bursty load on which
 settling takes far fewer actions than the default guards without giving up the SLO."""
-import re
 
 import numpy as np
 import pytest
