@@ -172,7 +172,7 @@ def _expected(restart) -> str:
 def _restarts_html(client: MlflowClient, finished: pd.DataFrame, ranked: pd.DataFrame, scratch: Path) -> str:
     """Each configuration's rescales by restart: how many, the downtime they cost, and the first seed's restarts
     one by one with their phases and the events that arrived while the query was down."""
-    if "restarts" not in finished or not finished["restarts"].fillna(0).any():
+    if "restarts" not in finished or not pd.to_numeric(finished["restarts"], errors="coerce").fillna(0).any():
         return ""
     rows = []
     for config in ranked["config"]:
