@@ -167,15 +167,36 @@ class KafkaBroker:
 
         if partitions < 1:
             raise KafkaError(f"partitions: must be at least 1, got {partitions}")
-        existing = self.admin().list_topics(timeout=timeout_s).topics.get(name)
-        if existing is not None:
-            if len(existing.partitions) != partitions:
-                raise KafkaError(f"topic {name!r} exists with {len(existing.partitions)} partitions, not "
-                                 f"{partitions}; delete it first (`python -m deploy.kafka topic {name} --delete`)")
-            return
-        admin = self.admin()  # kept while the call runs: a collected client ends its calls unanswered
-        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
-        _settle(futures[name], f"creating topic {name!r}", timeout_s)
+        existing = self._partition_count(name, timeout_s)
+        if existing is None:
+            admin = self.admin()  # kept while the call runs: a collected client ends its calls unanswered
+            futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+            try:
+                futures[name].result(timeout=timeout_s)
+                return
+            except Exception as exc:  # noqa: BLE001 (confluent-kafka's KafkaException, or a timeout)
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise KafkaError(f"creating topic {name!r} on the broker failed: {exc}") from None
+            # the broker has the topic though its metadata did not show it yet (one created a moment before)
+            existing = self._partition_count(name, timeout_s, wait=True)
+            if existing is None:
+                raise KafkaError(f"topic {name!r} exists on the broker, but its metadata did not show it within "
+                                 f"{timeout_s:g} s")
+        if existing != partitions:
+            raise KafkaError(f"topic {name!r} exists with {existing} partitions, not {partitions}; delete it "
+                             f"first (`python -m deploy.kafka topic {name} --delete`)")
+
+    def _partition_count(self, name: str, timeout_s: float, wait: bool = False) -> int | None:
+        """The topic's partition count from the broker's metadata (None: no such topic); with `wait`, until the
+        metadata shows it, for at most `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            topic = self.admin().list_topics(timeout=timeout_s).topics.get(name)
+            if topic is not None and topic.error is None and topic.partitions:
+                return len(topic.partitions)
+            if not wait or time.monotonic() > deadline:
+                return None
+            time.sleep(0.1)
 
     def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
         admin = self.admin()
