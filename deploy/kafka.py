@@ -172,11 +172,11 @@ class KafkaBroker:
             admin = self.admin()  # kept while the call runs: a collected client ends its calls unanswered
             futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
             try:
-                futures[name].result(timeout=timeout_s)
+                _settle(futures[name], f"creating topic {name!r}", timeout_s)
                 return
-            except Exception as exc:  # noqa: BLE001 (confluent-kafka's KafkaException, or a timeout)
+            except KafkaError as exc:
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise KafkaError(f"creating topic {name!r} on the broker failed: {exc}") from None
+                    raise
             # the broker has the topic though its metadata did not show it yet (one created a moment before)
             existing = self._partition_count(name, timeout_s, wait=True)
             if existing is None:
@@ -203,8 +203,7 @@ class KafkaBroker:
         _settle(admin.delete_topics([name])[name], f"deleting topic {name!r}", timeout_s)
 
     def partitions(self, name: str) -> int:
-        topic = self.admin().list_topics(timeout=10).topics.get(name)
-        return 0 if topic is None or topic.error is not None else len(topic.partitions)
+        return self._partition_count(name, 10.0) or 0
 
     def stop(self, clean: bool = False) -> None:
         if self.pid is not None:
