@@ -31,7 +31,7 @@ def test_spark_dynamic_allocation_runs_as_a_peer_with_its_executors_recorded(sta
 def test_multilevel_moves_to_the_table_row_with_more_executors_when_the_load_steps_up(standalone_cluster, tracking_uri,
                                                                                        mlflow_client, tmp_path):
     """Phase C end to end: a table file (two rows: one executor at degree 1 up to 800 ev/s, two with enrich at 2
-    beyond), a light load that steps from 300 to 1,500 ev/s at 16 s on zero-cost operators. The controller starts on
+    beyond), a light load that steps from 300 to 1,500 ev/s at 12 s on zero-cost operators. The controller starts on
     the first row, takes the second at the step (its executor added through Spark's API) and keeps it: the 30 s
     stabilisation outlasts the run. No record lost or duplicated; the table's origin is recorded with the run. The
     seed's controller alone (`guards=false`): on zero-cost operators every batch is far below the guards' band, and
@@ -45,7 +45,7 @@ def test_multilevel_moves_to_the_table_row_with_more_executors_when_the_load_ste
         {"rate_eps": 5000, "degrees": {**{op: 1 for op in ops}, "enrich": 2}, "executors": 2, "level": "executors",
          "delay_s": 5.0}]}))
     workload = tmp_path / "stepping.yaml"
-    workload.write_text("name: stepping\nprofile: step\nparams: {low: 300, high: 1500, at_s: 16}\nduration_s: 40\n"
+    workload.write_text("name: stepping\nprofile: step\nparams: {low: 300, high: 1500, at_s: 12}\nduration_s: 30\n"
                         "seed: 1\nkeys: {count: 100}\npayload_bytes: 32\n")
     proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "multilevel",
                     "--param", f"table={table}", "--param", "guards=false", "--workload", str(workload),
@@ -60,7 +60,7 @@ def test_multilevel_moves_to_the_table_row_with_more_executors_when_the_load_ste
     assert m["records_lost"] == 0 and m["records_duplicated"] == 0 and m["records_in"] == m["records_out"] > 0
     batches = artifact_table(mlflow_client, run, "batches.parquet", tmp_path).set_index("batch_id")
     seen = batches[["time_s", "offered_rate", "executors", "next_executors", "degree_enrich"]].round(2).to_string()
-    assert batches["executors"].iloc[0] == 1 and batches.loc[batches["time_s"] < 14, "next_executors"].max() == 1, seen
+    assert batches["executors"].iloc[0] == 1 and batches.loc[batches["time_s"] < 10, "next_executors"].max() == 1, seen
     assert batches["next_executors"].iloc[-1] == 2 and m["executor_changes"] == 1, f"{m}\n{seen}"
     # the row's degrees once its second executor has registered (on a loaded machine that can take 25 s: the run
     # may end before; until then the degrees stay within the one slot there is)
