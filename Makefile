@@ -3,7 +3,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: setup services services-stop demo test bench faults reproduce mlflow-ui airflow airflow-stop clean
 
@@ -15,9 +15,11 @@ unexport PYTHONDONTWRITEBYTECODE
 
 # --no-compile: pip would byte-compile every installed module (Airflow, MLflow, PySpark: 89 s of a 55 s install
 # measured here); Python compiles the few it imports on first use instead.
-$(STAMP): requirements.txt constraints.txt
+# Then the project itself, editable (pyproject.toml): the `elastic` command on .venv/bin, the code read from here.
+$(STAMP): requirements.txt constraints.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt -c constraints.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile --no-deps -e .
 	@rm -f $(VENV)/.installed-* && touch $@
 
 setup: $(STAMP)  ## create .venv with the pinned dependencies

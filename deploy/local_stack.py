@@ -182,7 +182,11 @@ def status() -> int:
     return 0
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deploy.local_stack", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=("start", "stop", "status"))
-    sys.exit({"start": start, "stop": stop, "status": status}[parser.parse_args().action]())
+    return {"start": start, "stop": stop, "status": status}[parser.parse_args(argv).action]()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The project's command line (`elastic`, elastic/cli.py): one entry point for what a user does with the pipeline."""
