@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup services services-stop demo test bench faults reproduce mlflow-ui airflow airflow-stop clean
+.PHONY: setup services services-stop demo test docs bench faults reproduce mlflow-ui airflow airflow-stop clean
 
 # Python's own default, restored for everything run from here: each module is compiled once and its bytecode kept
 # (__pycache__, git-ignored). Where the environment forbids that (PYTHONDONTWRITEBYTECODE=1, as on this project's CI
@@ -68,6 +68,10 @@ test: setup  ## run the test suite (unit + integration on real local Spark, Airf
 	cat .local/test-no-spark.log; \
 	test $$no_spark -ne 0 || rm -rf $$base; \
 	test $$spark -eq 0 -a $$timing -eq 0 -a $$no_spark -eq 0
+
+docs: setup  ## build the documentation site into .local/site (strict: a broken link or reference fails); open index.html
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	@echo "site: file://$(CURDIR)/.local/site/index.html"
 
 bench: setup  ## run the benchmarks (docs/benchmarks.md); never together with another heavy job
 	$(BIN)/python -m benchmarks.workloads

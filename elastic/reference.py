@@ -1,0 +1,114 @@
+"""The documentation site's reference pages, generated from the code when the site is built (an MkDocs hook named
+in mkdocs.yml), so that they cannot drift from it: the command line from its parsers, every controller's parameters
+from their declarations, the workload catalogue from its files.
+
+    python -m elastic.reference cli          # one page's Markdown on stdout
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+
+from params.declare import Choices, Param, SearchRange
+
+PAGES = {"reference/cli.md": "cli", "reference/controllers.md": "controllers", "reference/workloads.md": "workloads"}
+
+
+def cli_page() -> str:
+    from elastic.cli import COMMANDS, main
+
+    parts = ["# Command line", "",
+             "Every task is a subcommand of `elastic` (installed by `make setup` into `.venv/bin`). Each is also "
+             "`python -m <module>`, named below. This page is the output of `elastic <command> --help`.", ""]
+    for name, command in COMMANDS.items():
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            main([name, "--help"])
+        parts += [f"## elastic {name}", "", f"{command.summary[0].upper()}{command.summary[1:]}. "
+                  f"Module: `{command.module}`.", "", "```text", out.getvalue().rstrip(), "```", ""]
+    return "\n".join(parts)
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _bounds(spec: Param) -> str:
+    if spec.choices is not None:
+        return ", ".join(f"`{c}`" for c in spec.choices)
+    if spec.minimum is None and spec.maximum is None:
+        return ""
+    low = "" if spec.minimum is None else f"{'(' if spec.open_minimum else '['}{spec.minimum:g}"
+    high = "" if spec.maximum is None else f"{spec.maximum:g}{')' if spec.open_maximum else ']'}"
+    return f"{low or '(−∞'}, {high or '∞)'}"
+
+
+def _search(spec: Param) -> str:
+    if isinstance(spec.search, SearchRange):
+        return f"[{spec.search.low:g}, {spec.search.high:g}]{' log' if spec.search.log else ''}"
+    if isinstance(spec.search, Choices):
+        return ", ".join(f"`{c}`" for c in spec.search.values)
+    return ""
+
+
+def params_table(declared: dict[str, Param]) -> list[str]:
+    rows = ["| parameter | type | default | bounds | tuned in | what it does |", "|---|---|---|---|---|---|"]
+    for name, spec in declared.items():
+        kind = f"operator → {spec.kind.__name__}" if spec.per_operator else spec.kind.__name__
+        default = "" if spec.default in ("", None, {}) else f"`{spec.default}`"
+        rows.append(f"| `{name}` | {kind} | {_cell(default)} | {_cell(_bounds(spec))} | {_cell(_search(spec))} | "
+                    f"{_cell(spec.doc)} |")
+    return rows
+
+
+def controllers_page() -> str:
+    import controllers
+
+    parts = ["# Controllers and their parameters", "",
+             "Each controller's declared parameters, as `elastic run --describe NAME` prints them: give them as "
+             "`--param NAME=VALUE`, in a configuration string (`ds2:stabilisation_s=30`) or in a controller config "
+             "file. *Tuned in* is the range `elastic tune` searches by default.", ""]
+    for name, cls in controllers.registered().items():
+        parts += [f"## {name}", "", f"{cls.summary[0].upper()}{cls.summary[1:]}".rstrip(".") + ".", ""]
+        parts += params_table(dict(cls.PARAMS)) if cls.PARAMS else ["No parameters."]
+        rules = [rule.describe() for rule in cls.RULES]
+        if rules:
+            parts += ["", "Rules checked before a run starts:", ""] + [f"- {rule}" for rule in rules]
+        parts.append("")
+    return "\n".join(parts)
+
+
+def workloads_page() -> str:
+    from workloads import catalogue_names, load_workload
+
+    parts = ["# Workloads", "",
+             "The workload catalogue (`workloads/catalogue/`): give a name to `--workload`, or a file of your own in "
+             "the same form. Real traces are read in place from `../shared/traces` (or `$ELASTIC_TRACES_DIR`).", "",
+             "| name | profile | duration, s | seed | description |", "|---|---|---|---|---|"]
+    for name in catalogue_names():
+        try:
+            spec = load_workload(name)
+        except Exception as exc:  # a trace this machine lacks: named, not hidden
+            parts.append(f"| `{name}` | | | | not loadable here: {_cell(exc)} |")
+            continue
+        parts.append(f"| `{name}` | {spec.profile} | {spec.duration_s:g} | {spec.seed} | "
+                     f"{_cell(spec.description or '')} |")
+    return "\n".join(parts) + "\n"
+
+
+def page(kind: str) -> str:
+    return {"cli": cli_page, "controllers": controllers_page, "workloads": workloads_page}[kind]()
+
+
+def on_files(files, config):
+    """MkDocs hook: the reference pages added to the site as generated files."""
+    from mkdocs.structure.files import File
+
+    for path, kind in PAGES.items():
+        files.append(File.generated(config, path, content=page(kind)))
+    return files
+
+
+if __name__ == "__main__":
+    print(page(sys.argv[1] if len(sys.argv) > 1 else "cli"))
