@@ -13,8 +13,8 @@ case failed) -> `close` (parent run FINISHED, or FAILED if any case did not fini
 
 A controller that misses the SLO is a result, not a failure; only infrastructure failures (Spark could not run the
 job) are retried. Configurations are written `controller[:param=value,...]`, e.g. `threshold:cooldown_s=6` or
-`static:degree=1,degrees={enrich: 3}`; workloads are catalogue names (see the README). Or give a versioned suite
-file in Param `suite` (e.g. `suites/bursty.yaml`, the bursty real-trace suite), which replaces those fields.
+`static:degree=1,degrees={enrich: 3}`; workloads are catalogue names (the documentation's workload reference lists
+them). Or give a versioned suite file in Param `suite` (e.g. `suites/bursty.yaml`, the bursty real-trace suite), which replaces those fields.
 """
 from __future__ import annotations
 
@@ -53,12 +53,12 @@ from elastic_streaming import (OWNER, analyse_promote_close, experiment_name, ru
                                       "seep-mu10, keyed-heavy, or a YAML file on the workers"),
         "queries": Param([], type="array", items={"type": "string", "minLength": 1},
                          description="queries to run instead of the benchmark topology, each MODULE:FUNCTION on the "
-                                     "workers (nexmark:q0 ... nexmark:q8, or your own: README 'Your own query'); "
+                                     "workers (nexmark:q0 ... nexmark:q8, or your own: docs/guides/queries.md); "
                                      "every case runs once per query"),
         "spark_queries": Param([], type="array", items={"type": "string", "minLength": 1},
                                description="your own Structured Streaming queries, each MODULE:FUNCTION on the "
-                                           "workers (native:windowed_count, native:q5, or your own: README 'Your own "
-                                           "Spark job'); their partitions are rescaled by restart, and every case "
+                                           "workers (native:windowed_count, native:q5, or your own: "
+                                           "docs/guides/native-queries.md); their partitions are rescaled by restart, and every case "
                                            "runs once per query"),
         "spark_conn_id": Param("spark_default", type="string", minLength=1,
                                description="Airflow connection of the Spark master (local[N] or spark://host:port)"),

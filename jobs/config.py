@@ -137,7 +137,7 @@ class RunConfig:
         self._check_placement(controller)
         if controller.needs_cluster() and (self.master or "").startswith("local"):
             raise InputError(f"controller {self.controller!r} acts on executors and needs a cluster master "
-                             f"(--master spark://host:port, see README 'Run on a cluster'); --master {self.master} "
+                             f"(--master spark://host:port, see docs/guides/clusters.md); --master {self.master} "
                              "has none to add or remove")
         self._check_host_scaling(controller)
         for name, path in (("--output-dir", self.output_dir), ("--summary-json", self.summary_json)):

@@ -86,12 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--query", metavar="MODULE:FUNCTION",
                    help="run this query instead of the benchmark topology: a function returning a queries.api.Query "
                         "(my_query:build, path/to/my_query.py:build) or a Nexmark query (nexmark:q0 ... nexmark:q8; "
-                        "README 'Your own query')")
+                        "docs/guides/queries.md)")
     w.add_argument("--spark-query", metavar="MODULE:FUNCTION",
                    help="run your own Structured Streaming query: a function given the replayed events as a "
                         "streaming DataFrame, returning the DataFrame (or DataFrame, output mode); its state stays in "
                         "Spark's state store and the controller changes its partitions by restart "
-                        "(native:windowed_count, native:q5, native:q7, native:q8; README 'Your own Spark job')")
+                        "(native:windowed_count, native:q5, native:q7, native:q8; docs/guides/native-queries.md)")
     s = p.add_argument_group("service level and Spark")
     for name in ("slo_latency_s", "slo_target"):
         _setting(s, name)

@@ -28,3 +28,8 @@ def test_a_parameter_row_gives_type_default_bounds_search_range_and_meaning():
                                             search=SearchRange(1.0, 30.0, log=True))})[2]
     assert row == "| `cooldown_s` | float | `6.0` | (0, ∞) | [1, 30] log | seconds \\| after a change |"
     assert len(params_table(DS2.PARAMS)) == len(DS2.PARAMS) + 2
+
+
+def test_the_readme_is_read_in_five_minutes():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines: move the detail to a page under docs/"

@@ -35,7 +35,7 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
 METRIC_ALIASES = {"backlog": "queue-length", "utilization": "utilisation"}
 AGGREGATES = ("sum", "mean", "max", "job")
 
-# options for the thesis' ambiguities (pp. 36-50); the defaults are the project's choices (README "Scaling policies")
+# options for the thesis' ambiguities (pp. 36-50); the defaults are the project's choices (docs/guides/scaling-policies.md)
 BELOW = ("strict", "inclusive")  # Alg. 4.3, p. 50: `below v` as value < v (the code) or value <= v (the pseudo-code)
 GUARDS = ("enforced", "ignored")  # §4.2.2, p. 40: the thesis' semantics, or what its code actually did
 EDGES = ("rule", "every-trigger")  # rule: act when the AND of the triggers becomes true; every-trigger: the

@@ -142,9 +142,9 @@ def test_bad_step_factors_are_refused_naming_the_parameter(params, message):
         build_controller("ds2", params, OPS, 8)
 
 
-def test_the_readme_lists_the_stages_in_their_order():
+def test_the_guards_guide_lists_the_stages_in_their_order():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "guards.md").read_text()
     listed = " ".join(readme.split("The review's stages run in this order: ")[1].split("(`controllers")[0].split())
     assert listed == ", ".join(f"`{stage.__name__}`" for stage in REVIEW_STAGES)

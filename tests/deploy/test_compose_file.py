@@ -136,8 +136,7 @@ def test_airflow_spark_and_mlflow_are_wired_to_each_other():
 
 
 @pytest.mark.parametrize("path", ["docker-compose.yaml", "deploy/docker/Dockerfile", ".env.example"])
-def test_the_readme_explains_how_to_start_it(path):
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Run on a cluster"):]
+def test_the_clusters_guide_explains_how_to_start_it(path):
+    section = (ROOT / "docs" / "guides" / "clusters.md").read_text()
     assert path in section
     assert "cp .env.example .env" in section and "docker compose up -d" in section

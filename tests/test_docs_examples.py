@@ -1,4 +1,5 @@
-"""The README's workload and policy examples are specs the project accepts (the README must stay true)."""
+"""The workload, policy and command examples of the README and the guides are what the project accepts (the pages
+must stay true), and CI runs exactly the README's test command."""
 import re
 from pathlib import Path
 
@@ -8,8 +9,12 @@ import yaml
 from workloads import Schedule, parse_workload
 from workloads.traces import available_traces, traces_dir
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-YAML_BLOCKS = re.findall(r"```yaml\n(.*?)```", README.read_text(), re.DOTALL)
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, ROOT / "CONTRIBUTING.md", ROOT / "docs" / "getting-started.md",
+         *sorted((ROOT / "docs" / "guides").glob("*.md"))]
+TEXT = "\n".join(page.read_text() for page in PAGES)
+YAML_BLOCKS = re.findall(r"```yaml\n(.*?)```", TEXT, re.DOTALL)
 POLICY_BLOCKS = [b for b in YAML_BLOCKS if "rules:" in b]
 BLOCKS = [b for b in YAML_BLOCKS if b not in POLICY_BLOCKS]
 
@@ -43,7 +48,7 @@ def test_readme_policy_examples_parse_and_the_builder_example_runs():
     assert POLICY_BLOCKS
     for block in POLICY_BLOCKS:
         assert parse_policy(block, "README.md", DEFAULT_TOPOLOGY.names).rules
-    text = README.read_text()
+    text = TEXT
     python = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "controllers.policy" in b]
     assert python
     scope: dict = {}
@@ -58,13 +63,14 @@ def test_readme_policy_examples_parse_and_the_builder_example_runs():
 
 
 def _readme_run_commands() -> list[str]:
-    """Every `python -m jobs.run` command in the README's bash blocks, continuation lines joined."""
+    """Every `elastic run` / `python -m jobs.run` command in the pages' bash blocks, continuation lines joined."""
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.DOTALL):
+    for block in re.findall(r"```bash\n(.*?)```", TEXT, re.DOTALL):
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split(" #")[0].strip()
-            if "-m jobs.run" in line:
-                commands.append(line[line.index("-m jobs.run") + len("-m jobs.run"):].strip())
+            for form in ("-m jobs.run", "elastic run"):
+                if form in line:
+                    commands.append(line[line.index(form) + len(form):].strip())
     return commands
 
 
