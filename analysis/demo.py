@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,8 +40,6 @@ NATIVE_VARIANTS = ("static:degree=1", "static:degree=4", "threshold")
 
 
 def main(argv: list[str] | None = None) -> int:
-    # the promotion and the report download small artifacts; MLflow's progress bar for each would bury the results
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     ap = argparse.ArgumentParser(prog="python -m analysis.demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", default="step")
@@ -57,10 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workloads", help="with --suite: only these workloads (comma-separated)")
     ap.add_argument("--controllers", help="with --suite: only these of its configurations (separated by ' | ')")
     ap.add_argument("--no-promote", action="store_true", help="compare and report, but leave the champions alone")
+    ap.add_argument("--verbose", action="store_true",
+                    help="also show the libraries' warnings and MLflow's download progress bars")
     ap.add_argument("--master", default="local[4]")
     ap.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
     ap.add_argument("--tracking-uri", default=None)
     args = ap.parse_args(argv)
+    if not args.verbose:
+        quiet_libraries()
     tracking_uri = args.tracking_uri or default_tracking_uri()
     try:
         request = _request(args, tracking_uri)
@@ -107,8 +110,16 @@ or  .venv/bin/mlflow ui --backend-store-uri {tracking_uri} --host 127.0.0.1 --po
 The parent run holds the report (report/report.html) and the promotion decisions; each child run has per-batch
 metrics, its summary, and artifacts: timeline.png, batches.parquet, decisions.jsonl.
     report:      {report}
-    ranked:      .venv/bin/python -m analysis.compare --parent-run-id {parent_id}""" + _champion_line(request, decisions))
+    ranked:      .venv/bin/elastic compare --parent-run-id {parent_id}""" + _champion_line(request, decisions))
     return 1 if failed else 0
+
+
+def quiet_libraries() -> None:
+    """Keep the results readable: the promotion and the report download small artifacts, and MLflow's progress bar
+    for each, or a plotting library's layout warning, would land between the result lines."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    for library in ("matplotlib", "mlflow", "pandas", "pyarrow", "sklearn"):
+        warnings.filterwarnings("ignore", module=rf"{library}(\.|$)")
 
 
 def _champion_line(request: SuiteRequest, decisions) -> str:
@@ -118,7 +129,8 @@ def _champion_line(request: SuiteRequest, decisions) -> str:
         return ""
     workload_class = promoted[0].workload_class
     spark_query = next((q for q in request.spark_queries if workload_class.endswith(champion_class("", q))), None)
-    return (f"\n    champion:    .venv/bin/{champion_command(workload_class, spark_query)}"
+    command = champion_command(workload_class, spark_query).replace("python -m jobs.run", "elastic run")
+    return (f"\n    champion:    .venv/bin/{command}"
             "   # starts with the promoted config")
 
 

@@ -6,6 +6,8 @@ and the tests draw the same figures.
 """
 from __future__ import annotations
 
+import textwrap
+
 from pathlib import Path
 from typing import Sequence
 
@@ -47,7 +49,7 @@ def workload_timelines_png(workload: str, runs: Sequence[tuple[str, pd.DataFrame
     for col, (label, batches) in enumerate(runs):
         t = batches["time_s"].to_numpy()
         ax = axes[0][col]
-        ax.set_title(label, fontsize=9)
+        ax.set_title(textwrap.fill(label, 36), fontsize=9)  # a long configuration wraps rather than squeezing the axes
         ax.plot(t, batches["offered_rate"], drawstyle="steps-post", color="0.45", label="arrivals")
         ax.plot(t, capacity_per_second(batches), marker=".", linestyle="-", color="tab:blue", label="capacity")
         ax = axes[1][col]

@@ -76,9 +76,22 @@ def load_runs(tracking_uri: str, parent_run_id: str | None = None, experiment: s
     columns = ["run_id", "run_name", "status", "config", "config_id", "controller", "variant", "workload", "seed",
                "slo_target", "slo_latency_s", "failure_reason", "case", "predictor", "query", "spark_query",
                "start_time", "revision", "trigger_phase_s", *SUMMARY_METRICS]
-    table = latest_attempts(pd.DataFrame(rows, columns=columns))
+    table = oracle_labelled(latest_attempts(pd.DataFrame(rows, columns=columns)))
     table = table.sort_values(["workload", "config", "seed"], na_position="last", ignore_index=True)
     return with_cost_to_oracle(table)
+
+
+def oracle_labelled(runs: pd.DataFrame) -> pd.DataFrame:
+    """The oracle's configuration shown as `oracle`: its configuration string carries the whole calibration (a few
+    hundred characters), which the run keeps in its params; where runs of several calibrations are compared, each
+    is `oracle <first 8 of its config_id>`."""
+    oracle = runs["controller"] == "oracle"
+    if not oracle.any():
+        return runs
+    runs = runs.copy()
+    several = runs.loc[oracle, "config"].nunique() > 1
+    runs.loc[oracle, "config"] = [f"oracle {cid[:8]}" if several else "oracle" for cid in runs.loc[oracle, "config_id"]]
+    return runs
 
 
 def latest_attempts(runs: pd.DataFrame) -> pd.DataFrame:

@@ -27,21 +27,31 @@ def _cell(value: Any, fmt: str) -> str:
         return str(value)
 
 
+def label(row: Mapping[str, Any]) -> str:
+    """A configuration as a person reads it in a table: the oracle as `oracle` (its calibration, a few hundred
+    characters, is in the run's params), every other configuration as written."""
+    return "oracle" if row.get("controller") == "oracle" else str(row.get("variant") or row.get("controller"))
+
+
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """One row per run; a workload column when the runs are of more than one workload, the restarts and their
-    downtime when some run rescaled a native query by restart."""
+    """One row per run, grouped by workload under a line naming it when the runs are of more than one workload; the
+    restarts and their downtime when some run rescaled a native query by restart."""
     if not rows:
         return "(no finished runs)"
     columns = list(COLUMNS)
-    if len({r.get("workload") for r in rows}) > 1:
-        columns.insert(1, ("workload", "workload", "{}"))
     if any(r.get("restarts") for r in rows):
         columns += [("restarts", "restarts", "{:.0f}"), ("downtime s", "restart_downtime_s", "{:.1f}")]
+    workloads = list(dict.fromkeys(str(r.get("workload")) for r in rows))
+    grouped = [r for w in workloads for r in rows if str(r.get("workload")) == w]
     header = [c[0] for c in columns]
-    body = [[_cell(r.get(key, r.get("controller")) if key == "variant" else r.get(key), fmt) for _, key, fmt in columns]
-            for r in rows]
+    body = [[label(r) if key == "variant" else _cell(r.get(key), fmt) for _, key, fmt in columns] for r in grouped]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
     line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
     slo = rows[0].get("slo_latency_s")
     title = f"SLO: latency <= {slo:g}s for {rows[0].get('slo_target', 0):.0%} of events" if slo else ""
-    return "\n".join([title, line(header), line(["-" * w for w in widths])] + [line(b) for b in body])
+    out = [title, line(header), line(["-" * w for w in widths])]
+    for i, (row, cells) in enumerate(zip(grouped, body)):
+        if len(workloads) > 1 and (i == 0 or str(grouped[i - 1].get("workload")) != str(row.get("workload"))):
+            out += ([""] if i else []) + [f"workload {row.get('workload')}:"]
+        out.append(line(cells))
+    return "\n".join(out)
