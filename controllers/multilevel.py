@@ -1,4 +1,5 @@
-"""Multi-level elasticity (IEEE TPDS 2019 seed; ../shared/seeds/digest_003.md): the automatic benchmark that finds,
+"""Multi-level elasticity (Marangozova-Martin, El Rheddane, de Palma, "Multi-Level Elasticity for Data Stream
+Processing", IEEE TPDS 2019, doi:10.1109/TPDS.2019.2907950): the automatic benchmark that finds,
 rate by rate, the cheapest container level that still helps (phase B), the capacity table it yields, and the
 application-specific controller derived from that table (phase C).
 
