@@ -9,17 +9,43 @@ from mlflow.tracking import MlflowClient
 
 from jobs.recording.liveness import reap_dead_runs
 
-SUMMARY_METRICS = ("slo_attainment", "cost_slot_seconds", "cost_executor_core_seconds", "latency_p50_s",
-                   "latency_p95_s", "latency_p99_s", "latency_max_s", "scaling_actions", "oscillations",
-                   "backlog_integral_event_s", "batch_start_actions", "records_in", "records_out", "records_lost",
-                   "records_duplicated", "keyed_max_task_s_mean", "keyed_max_task_s_p95", "keyed_balanced_task_s_mean",
-                   "placement_moves",
-                   # a native query's rescales, each a restart (jobs.native.run)
-                   "restarts", "restart_downtime_s", "restart_downtime_expected_s",
-                   "reconfiguration_delay_batches_mean", "infeasible_decisions", "executors_mean",
-                   # the decision ledger (controllers/ledger.py)
-                   "ledger_actions", "ledger_predicted_actions", "ledger_arrival_error_median_abs",
-                   "ledger_capacity_error_median_abs", "ledger_fell_behind_share")
+# The summary metrics every comparison reads, with what each means (definitions: jobs/recording/summary.py); the
+# documentation's metric reference is generated from this mapping.
+SUMMARY_METRICS: dict[str, str] = {
+    "slo_attainment": "fraction of all scheduled events whose latency (output committed − scheduled arrival) is within "
+                      "the bound; events never processed count as misses",
+    "cost_slot_seconds": "Σ over batches of the operators' degrees × the time that vector was in force (a native "
+                         "query: its partitions)",
+    "cost_executor_core_seconds": "executor cores provisioned × the time they were in force",
+    "latency_p50_s": "median event latency, s", "latency_p95_s": "95th percentile event latency, s",
+    "latency_p99_s": "99th percentile event latency, s", "latency_max_s": "largest event latency, s",
+    "scaling_actions": "decisions that changed the vector (a native query: its restarts)",
+    "oscillations": "reversals: an operator scaled one way and back within 5 batches (a burst sizing and its return "
+                    "are one planned excursion)",
+    "backlog_integral_event_s": "Σ over batches of the events waiting × the time they waited, event-s",
+    "batch_start_actions": "of the scaling actions, those taken as a batch started, for the events it was about to "
+                           "read (burst sizing)",
+    "records_in": "events the source read", "records_out": "events the sink committed",
+    "records_lost": "scheduled events missing from the sink (exactly-once check)",
+    "records_duplicated": "events the sink holds more than once (exactly-once check)",
+    "keyed_max_task_s_mean": "the keyed operator's slowest task per batch, mean, s (what key skew costs)",
+    "keyed_max_task_s_p95": "the keyed operator's slowest task per batch, 95th percentile, s",
+    "keyed_balanced_task_s_mean": "what a placement balanced in hindsight would have made that slowest task, mean, s",
+    "placement_moves": "key groups moved between partitions",
+    "restarts": "a native query's rescales, each a restart",
+    "restart_downtime_s": "Σ of the restarts' downtime (the source held, the stop, the state repartition, the start, "
+                          "until the first batch after it committed), s",
+    "restart_downtime_expected_s": "Σ of the downtime the restart calibration expected for them, s",
+    "reconfiguration_delay_batches_mean": "batches from a decision to the first batch that ran with it (1: the next)",
+    "infeasible_decisions": "decisions of a controller that knew it could not meet the SLO at the largest vector "
+                            "(the oracle says so)",
+    "executors_mean": "executors Spark had, mean over batches",
+    "ledger_actions": "actions in the decision ledger (ledger.csv)",
+    "ledger_predicted_actions": "of them, those whose controller said what it predicted",
+    "ledger_arrival_error_median_abs": "median |predicted ÷ realised − 1| of the arrival rate after an action",
+    "ledger_capacity_error_median_abs": "median |predicted ÷ realised − 1| of the capacity after an action",
+    "ledger_fell_behind_share": "share of the judged actions whose new vector did not keep up",
+}
 ORACLE = "oracle"
 PRUNED = "PRUNED"  # the status column of a pruned run (jobs.run --stop-when-slo-unreachable)
 DONE = ("FINISHED", PRUNED)  # a case that ran as intended: a suite of these is complete

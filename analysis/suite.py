@@ -42,6 +42,21 @@ SUITE_SETTINGS: dict[str, Param] = {
 # latest calibration (analysis.orchestration.with_oracle), so every run gets its cost and regret against the oracle
 REQUEST_FIELDS = ("controllers", "workloads", "seeds", *SUITE_SETTINGS, "include_oracle", "topology", "queries",
                   "spark_queries")
+# what the fields that are not run settings hold (the documentation's suite reference is generated from these)
+REQUEST_FIELD_DOCS = {
+    "controllers": "configurations, each `controller[:param=value,...]` (values in YAML flow style)",
+    "workloads": "catalogue names or workload files",
+    "seeds": "one run per configuration × workload × seed",
+    "include_oracle": "add the oracle, calibrated on the tracking store's latest `elastic calibrate` (cost ÷ oracle "
+                      "and regret for every run)",
+    "topology": "the benchmark topology: a named one (`jobs/topology.py`) or a YAML file of its operators' costs",
+    "queries": "queries of the project's operator API (`nexmark:q5`, `MODULE:FUNCTION`); each case runs once per "
+               "query",
+    "spark_queries": "unmodified Structured Streaming queries (`native:windowed_count`, `MODULE:FUNCTION`), "
+                     "rescaled by restart; each case runs once per query",
+    "tolerance": "the nightly regression's tolerances per metric (a suite file only)",
+    "description": "a line saying what the suite is for",
+}
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:

@@ -12,7 +12,8 @@ import sys
 
 from params.declare import Choices, Param, SearchRange
 
-PAGES = {"reference/cli.md": "cli", "reference/controllers.md": "controllers", "reference/workloads.md": "workloads"}
+PAGES = {"reference/cli.md": "cli", "reference/controllers.md": "controllers", "reference/workloads.md": "workloads",
+         "reference/suites.md": "suites", "reference/metrics.md": "metrics"}
 
 
 def cli_page() -> str:
@@ -97,8 +98,39 @@ def workloads_page() -> str:
     return "\n".join(parts) + "\n"
 
 
+def suites_page() -> str:
+    from analysis.suite import REQUEST_FIELD_DOCS, REQUEST_FIELDS, SUITE_SETTINGS
+    from params.run import RUN_SETTINGS
+
+    parts = ["# Run settings and suite files", "",
+             "## Run settings", "",
+             "Every run's settings, as `elastic run` takes them (`--slo-latency` for `slo_latency_s`, …); suite "
+             "files and the experiment DAG's Params set some of them for all their runs (below).", "", *params_table(dict(RUN_SETTINGS)), "",
+             "## Suite files", "",
+             "A suite file (`suites/*.yaml`; `elastic suite FILE`, or the experiment DAG's `suite` Param) names the "
+             "runs of an experiment: every configuration × workload × seed (× query). Its fields:", "",
+             "| field | what it holds |", "|---|---|"]
+    for name in (*REQUEST_FIELDS, "tolerance", "description"):
+        doc = SUITE_SETTINGS[name].doc if name in SUITE_SETTINGS else REQUEST_FIELD_DOCS[name]
+        parts.append(f"| `{name}` | {_cell(doc)} |")
+    return "\n".join(parts) + "\n"
+
+
+def metrics_page() -> str:
+    from analysis.runs import SUMMARY_METRICS
+
+    parts = ["# Metrics", "",
+             "Each run's summary metrics in MLflow (the comparison, the report and the promotion read these); each "
+             "run also logs per-batch metrics named `batch.*` and the artifacts `batches.parquet`, "
+             "`decisions.jsonl`, `ledger.csv`, `summary.json` and `timeline.png`.", "",
+             "| metric | what it measures |", "|---|---|"]
+    parts += [f"| `{name}` | {_cell(doc)} |" for name, doc in SUMMARY_METRICS.items()]
+    return "\n".join(parts) + "\n"
+
+
 def page(kind: str) -> str:
-    return {"cli": cli_page, "controllers": controllers_page, "workloads": workloads_page}[kind]()
+    return {"cli": cli_page, "controllers": controllers_page, "workloads": workloads_page, "suites": suites_page,
+            "metrics": metrics_page}[kind]()
 
 
 def on_files(files, config):

@@ -33,3 +33,13 @@ def test_a_parameter_row_gives_type_default_bounds_search_range_and_meaning():
 def test_the_readme_is_read_in_five_minutes():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 250, f"README.md has {len(lines)} lines: move the detail to a page under docs/"
+
+
+def test_the_suite_and_metric_pages_document_every_field_and_metric():
+    from analysis.runs import SUMMARY_METRICS
+    from analysis.suite import REQUEST_FIELDS
+    from elastic.reference import metrics_page, suites_page
+
+    suites, metrics = suites_page(), metrics_page()
+    assert all(f"| `{name}` |" in suites for name in REQUEST_FIELDS)
+    assert all(f"| `{name}` | " in metrics and doc for name, doc in SUMMARY_METRICS.items())
