@@ -16,7 +16,7 @@ few-actions controller (`settle`), for it with raises sized for the burst still 
 (`settle:settle_rate_sizing=true`) and for those raises taken only for operators of a fifth
 of the stage time or more (`…,settle_stage_share=0.2`), each on its own. Last, the
 before/after table (the published DS2 against the layer's defaults and its few-actions mode) as markdown, which
-docs/bursty.md and the guards guide (docs/guides/guards.md) quote.
+docs/bursty.md quotes.
 
 The suite takes longer than a session keeps one MLflow store, so `--record FILE` keeps the runs' summaries in the
 repository (analysis/run_records.py): each invocation merges its parents' runs into the file and reads out over all
@@ -175,7 +175,7 @@ def goals(tracking_uri: str | None, parents: list[str], exclude: tuple[str, ...]
 
 
 def before_after_markdown(tables: dict[str, pd.DataFrame]) -> list[str]:
-    """The before/after table as markdown, for docs/bursty.md and the guards guide to quote from the read-out instead of
+    """The before/after table as markdown, for docs/bursty.md to quote from the read-out instead of
     copying figures by hand: per workload the oracle's attainment and, per configuration of `BEFORE_AFTER`, mean SLO
     attainment, cost ÷ the oracle and scaling actions over its finished seeds (— where it has none)."""
     def cell(table: pd.DataFrame, config: str) -> tuple[str, int]:
