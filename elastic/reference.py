@@ -82,6 +82,7 @@ def controllers_page() -> str:
 
 def workloads_page() -> str:
     from workloads import catalogue_names, load_workload
+    from workloads.spec import FIELD_DOCS
 
     parts = ["# Workloads", "",
              "The workload catalogue (`workloads/catalogue/`): give a name to `--workload`, or a file of your own in "
@@ -95,6 +96,12 @@ def workloads_page() -> str:
             continue
         parts.append(f"| `{name}` | {spec.profile} | {spec.duration_s:g} | {spec.seed} | "
                      f"{_cell(spec.description or '')} |")
+    parts += ["", "## Fields", "",
+              "A workload file (YAML or JSON; see the workloads guide for examples). Unknown fields are refused, "
+              "naming the file and the field.", ""]
+    for section, fields in FIELD_DOCS.items():
+        parts += [f"### `{section}`", "", "| field | what it holds |", "|---|---|"]
+        parts += [f"| `{name}` | {_cell(doc)} |" for name, doc in fields.items()] + [""]
     return "\n".join(parts) + "\n"
 
 

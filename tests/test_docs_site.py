@@ -43,3 +43,11 @@ def test_the_suite_and_metric_pages_document_every_field_and_metric():
     suites, metrics = suites_page(), metrics_page()
     assert all(f"| `{name}` |" in suites for name in REQUEST_FIELDS)
     assert all(f"| `{name}` | " in metrics and doc for name, doc in SUMMARY_METRICS.items())
+
+
+def test_every_workload_field_is_documented_where_it_is_parsed():
+    from workloads import spec
+
+    documented = {section: set(fields) for section, fields in spec.FIELD_DOCS.items()}
+    assert documented == {"workload": spec._TOP_LEVEL_FIELDS, "streams[]": spec._STREAM_FIELDS,
+                          "keys": spec._KEY_FIELDS, "trace": spec._TRACE_FIELDS, "noise": spec._NOISE_FIELDS}

@@ -28,6 +28,47 @@ _KEY_FIELDS = {"count", "distribution", "zipf_s", "hot_key_drift_s"}
 _TRACE_FIELDS = {"name", "path", "start_s", "length_s", "compression", "rate_scale", "mean_rate", "trace_bucket_s",
                  "sha256", "records", "event_types", "require_machine"}
 _NOISE_FIELDS = {"sigma", "step_s"}
+# What each field means (the documentation's workload reference is generated from these; a test keeps them equal
+# to the field sets above)
+FIELD_DOCS: dict[str, dict[str, str]] = {
+    "workload": {
+        "name": "the workload's name, recorded with every run",
+        "description": "a line saying what it is",
+        "profile": "a rate profile (`workloads/profiles.py`; `python -m workloads.inspect --profiles`)",
+        "params": "the profile's parameters",
+        "trace": "a real trace instead of a profile (fields below)",
+        "streams": "several independent sub-streams, each with its own profile or trace and keys (fields below)",
+        "duration_s": "seconds of load (with a trace: at most the window's, which is the default)",
+        "bucket_s": "seconds per count bucket (default 1; with a trace, its bucket after compression)",
+        "seed": "fixes every event (times, keys, payloads) and where Spark's triggers fall against them",
+        "arrivals": "`even` or `poisson` (seeded Poisson counts and positions inside each bucket)",
+        "noise": "mean-one lognormal noise on the rate (fields below)",
+        "keys": "the key space (fields below)",
+        "payload_bytes": "bytes of payload per event (default 32)",
+    },
+    "streams[]": {
+        "name": "the sub-stream's name (unique)", "profile": "its rate profile", "params": "the profile's parameters",
+        "trace": "a real trace instead of a profile", "keys": "its own key space",
+    },
+    "keys": {
+        "count": "distinct keys (default 1000)", "distribution": "`uniform` or `zipf`",
+        "zipf_s": "the Zipf exponent (default 1.1)",
+        "hot_key_drift_s": "seconds between moves of the hot keys (0: they stay)",
+    },
+    "trace": {
+        "name": "a folder under the traces directory holding `rate.csv` (`t_seconds,events`)",
+        "path": "any such `rate.csv` instead of a name",
+        "start_s": "where the window starts in the trace, s", "length_s": "the window's length, s (default: to the end)",
+        "compression": "trace seconds per replayed second", "rate_scale": "counts multiplied by this",
+        "mean_rate": "instead of rate_scale: scale the replayed part to this mean rate, events/s",
+        "trace_bucket_s": "the trace's bucket, s (read from the data when validated)",
+        "sha256": "pins the trace file's content; a changed file is refused",
+        "records": "replay the trace's own rows as payloads (`task_events`: Google 2011), at their own times",
+        "event_types": "with records: only these event types",
+        "require_machine": "with records: only rows that name a machine",
+    },
+    "noise": {"sigma": "the lognormal's sigma", "step_s": "seconds between noise draws"},
+}
 ARRIVALS = ("even", "poisson")
 KEY_DISTRIBUTIONS = ("uniform", "zipf")
 
