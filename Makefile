@@ -22,7 +22,10 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile --no-deps -e .
 	@rm -f $(VENV)/.installed-* && touch $@
 
-setup: $(STAMP)  ## create .venv with the pinned dependencies
+# The Spark driver's class-data-sharing archive (jobs/jvm_archive.py: one 4-s run of the job, about 40 s, once per JDK
+# and PySpark, kept in .local/jvm): every driver the project starts in-process maps it, a quarter less CPU to start.
+setup: $(STAMP)  ## create .venv with the pinned dependencies and the Spark driver's class archive
+	@$(BIN)/python -m jobs.jvm_archive > /dev/null
 
 # What the server-configuration tests use and the embedded default does not: a PostgreSQL server on 127.0.0.1:5432
 # (user postgres, trust on loopback; installed from Debian's packages where missing, which needs root or sudo) and the
@@ -48,9 +51,8 @@ demo: setup  ## run the demo experiment (3 controller variants x 60 s on local S
 # Every group always runs; the target fails if any did. The first group is CPU-bound (both cores busy throughout,
 # measured): its Spark drivers run with the JVM's quick (C1) compiler only, which a run of seconds mostly spends
 # compiling for (a 6 s run: 39 CPU-seconds instead of 55, measured); the timing runs keep the JVM's defaults, as users
-# run them. Every Spark driver maps its classes from a class-data-sharing archive (jobs/jvm_archive.py: built once
-# per JDK and PySpark from one 4-s run, .local/jvm), which cuts a run's start by a quarter of its CPU; a driver that
-# cannot use it starts as before.
+# run them. Every Spark driver maps its classes from the class-data-sharing archive `setup` built (given here to the
+# drivers the tests start through spark-submit too); a driver that cannot use it starts as before.
 test: setup  ## run the test suite (unit + integration on real local Spark, Airflow and MLflow)
 	@mkdir -p .local; \
 	c1="$${SPARK_SUBMIT_OPTS:--XX:TieredStopAtLevel=1}"; \

@@ -4,7 +4,7 @@ instead of reading, verifying and linking some 16,000 classes from PySpark's jar
 Why: on 2 cores a short run's fixed cost is mostly its driver JVM starting. A 4-s run of the job kept the machine
 busy for 20.6 CPU-seconds with the archive against 26.3 without, and took 23.9 s against 28.3 (medians of 3
 alternating rounds, JIT at C1 as `make test` runs Spark; `python -m benchmarks.jvm_start`, docs/benchmarks.md).
-Every Spark test pays that start. The archive only
+Every run and every Spark test pays that start. The archive only
 changes where the JVM gets its classes from, not what a run does; a JVM that cannot use it (another JDK or PySpark
 than the archive was built for, another classpath) loads its classes as usual and says nothing (`-Xshare:auto`, the
 JVM's default).
@@ -17,7 +17,8 @@ version and of PySpark's jars, so another JDK or PySpark builds its own. Before 
 SPARK_PRINT_LAUNCH_COMMAND).
 
 `python -m jobs.jvm_archive` builds the archive if there is none and prints the JVM options that use it, for
-SPARK_SUBMIT_OPTS (`make test` does this). Where none can be built (no Java, a classpath with a space) it prints
+SPARK_SUBMIT_OPTS; `make setup` builds it, and every Spark driver the project starts in-process maps it once it
+exists (`built_options`, read by jobs.spark_session). Where none can be built (no Java, a classpath with a space) it prints
 nothing and says why on stderr: runs then start as they always did. A new archive replaces the ones built for a
 JDK or PySpark no longer installed (each is about 165 MB).
 """
@@ -65,6 +66,16 @@ def archive_path(folder: Path = DEFAULT_DIR) -> Path:
 
     jars = [p.name for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")]
     return folder / f"spark-driver-{archive_key(version, jars)}.jsa"
+
+
+def built_options(folder: Path = DEFAULT_DIR) -> str:
+    """The JVM options that map this JDK's and PySpark's archive where one was built (`make setup` builds it), else
+    "": what every Spark driver this project starts adds to its options (jobs.spark_session). Never builds."""
+    try:
+        archive = archive_path(folder)
+    except (ArchiveUnavailable, subprocess.TimeoutExpired, OSError):
+        return ""
+    return jvm_options(archive) if archive.exists() else ""
 
 
 def jvm_options(archive: Path) -> str:

@@ -78,8 +78,7 @@ def start_spark(config: RunConfig, code_zip: Path, controller_settings: dict[str
     for k, v in spark_settings(config, controller_settings).items():
         builder = builder.config(k, v)
     builder = builder.config("spark.submit.pyFiles", str(code_zip))
-    log4j = Path(__file__).with_name("log4j2.properties")
-    builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
+    builder = builder.config("spark.driver.extraJavaOptions", driver_java_options())
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.sparkContext.addPyFile(str(code_zip))
@@ -87,6 +86,15 @@ def start_spark(config: RunConfig, code_zip: Path, controller_settings: dict[str
 
     spark.dataSource.register(ReplayDataSource)
     return spark
+
+
+def driver_java_options() -> str:
+    """The driver JVM's options: the project's log configuration, and the class-data-sharing archive of this JDK and
+    PySpark where `make setup` built one (a quarter less CPU to start a driver; jobs/jvm_archive.py)."""
+    from jobs.jvm_archive import built_options
+
+    log4j = Path(__file__).with_name("log4j2.properties")
+    return " ".join(filter(None, [f"-Dlog4j2.configurationFile={log4j.as_uri()}", built_options()]))
 
 
 def warm_up(spark, spec, schedule_state: str, query: Query, degree: int, scratch: Path,

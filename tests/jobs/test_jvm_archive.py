@@ -73,3 +73,20 @@ def test_the_archive_make_test_gives_is_the_one_a_pyspark_driver_maps(tmp_path):
            "SPARK_LOCAL_IP": "127.0.0.1"}
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "counted 7" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_a_driver_maps_the_archive_once_one_was_built_and_starts_without_one_before(tmp_path, monkeypatch):
+    """Every Spark driver the project starts in-process adds the archive of this JDK and PySpark to its options once
+    `make setup` has built it, and nothing while there is none (built_options never builds)."""
+    from jobs import spark_session
+
+    if jvm_archive.java_binary() is None:
+        pytest.skip("no java here: no archive can be named")
+    assert jvm_archive.built_options(tmp_path) == "" and not any(tmp_path.iterdir())
+    archive = jvm_archive.archive_path(tmp_path)
+    archive.write_bytes(b"")
+    assert jvm_archive.built_options(tmp_path) == f"-XX:SharedArchiveFile={archive}"
+    monkeypatch.setattr(jvm_archive, "DEFAULT_DIR", tmp_path)
+    monkeypatch.setattr(jvm_archive.built_options, "__defaults__", (tmp_path,))
+    options = spark_session.driver_java_options()
+    assert options.startswith("-Dlog4j2.configurationFile=file:") and options.endswith(f"-XX:SharedArchiveFile={archive}")
