@@ -133,6 +133,16 @@ def _with_raw_epilog(formatter: type[argparse.HelpFormatter]) -> type[argparse.H
     return type("SubcommandHelpFormatter", (argparse.RawDescriptionHelpFormatter, formatter), {})
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml), or "unknown" for a checkout run without `make setup`."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        return installed("elastic-streaming-spark")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def overview() -> str:
     width = max(len(name) for name in COMMANDS)
     rows = "\n".join(f"  {name:<{width}}  {c.summary}" for name, c in COMMANDS.items())
@@ -140,7 +150,7 @@ def overview() -> str:
             "Elasticity controllers side by side on Spark Structured Streaming jobs: run, compare, tune, promote.\n\n"
             f"commands:\n{rows}\n\n"
             f"`{PROG} <command> --help` shows a command's options and examples. Each command is also "
-            "`python -m <module>`.\n")
+            "`python -m <module>`. `elastic --version` prints the version.\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(overview(), end="")
         return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"{PROG} {version()}")
+        return 0
     name, rest = argv[0], argv[1:]
     command = COMMANDS.get(name)
     if command is None:

@@ -28,6 +28,13 @@ def test_each_subcommand_shows_its_options_and_examples_under_its_own_name(name,
     assert any(line.startswith(f"elastic {name} ") or line == f"elastic {name}" for line in shown), out
 
 
+def test_the_version_is_the_installed_distributions(capsys):
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"elastic {version('elastic-streaming-spark')}"
+
+
 def test_an_unknown_subcommand_and_a_suite_without_its_file_exit_2_saying_why(capsys):
     assert main(["nonesuch"]) == 2
     assert "unknown command 'nonesuch'" in capsys.readouterr().err
