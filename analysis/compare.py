@@ -39,7 +39,8 @@ def compare(runs: pd.DataFrame, slo_target: float | None = None) -> str:
             width = max(len("config"), *(len(c) for c in ranked["config"]))
             # a native query's rescales are restarts: how many, and the downtime they cost (means over seeds)
             restarts = (finished.groupby("config")[["restarts", "restart_downtime_s"]].mean()
-                        if "restarts" in finished and finished["restarts"].fillna(0).any() else None)
+                        if "restarts" in finished
+                        and pd.to_numeric(finished["restarts"], errors="coerce").fillna(0).any() else None)
             lines.append(f"  rank  {'config':<{width}}  runs  {'SLO attainment':<24}  {'cost slot-s':<22}  "
                          f"{'p99 latency s':<20}" + ("  restarts  downtime s" if restarts is not None else ""))
             for _, row in ranked.iterrows():
