@@ -77,7 +77,11 @@ def test_chained_operators_give_the_same_output_and_each_keeps_its_own_metrics()
         records_in, records_out, events_out, id_sum, busy, tasks, *_ = chained_stats[op.name].value
         assert (records_in, records_out, events_out, id_sum, tasks) == (500, 500, 500, sum(range(500)), 1)
         # enrich declares 150 us per record of waiting: 75 ms that must be on enrich's clock, not parse's
-    assert chained_stats["enrich"].value[4] >= 0.075 > chained_stats["parse"].value[4]
+    assert chained_stats["enrich"].value[4] >= 0.075
+    # parse's clock in the chain is parse's own work, as when it runs alone; on a loaded machine that work alone can
+    # take longer than enrich's wait, so parse is compared with itself, not with a fixed bound
+    parse_chained, parse_alone = chained_stats["parse"].value[4], separate_stats["parse"].value[4]
+    assert parse_chained < 0.075 or parse_chained < parse_alone + 0.075 / 2, (parse_chained, parse_alone)
 
 
 def _table(n: int, first: int = 0) -> pa.Table:
