@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 from jobs.config import RunConfig
+from jobs.jvm_archive import DEFAULT_DIR as ARCHIVE_DIR, built_options
 from jobs.operators import apply_query
 from jobs.query_runtime import batch_context
 from jobs.sink import commit_batch
@@ -88,13 +89,12 @@ def start_spark(config: RunConfig, code_zip: Path, controller_settings: dict[str
     return spark
 
 
-def driver_java_options() -> str:
+def driver_java_options(archive_folder: Path = ARCHIVE_DIR) -> str:
     """The driver JVM's options: the project's log configuration, and the class-data-sharing archive of this JDK and
-    PySpark where `make setup` built one (a quarter less CPU to start a driver; jobs/jvm_archive.py)."""
-    from jobs.jvm_archive import built_options
-
+    PySpark where `make setup` built one in `archive_folder` (a quarter less CPU to start a driver;
+    jobs/jvm_archive.py)."""
     log4j = Path(__file__).with_name("log4j2.properties")
-    return " ".join(filter(None, [f"-Dlog4j2.configurationFile={log4j.as_uri()}", built_options()]))
+    return " ".join(filter(None, [f"-Dlog4j2.configurationFile={log4j.as_uri()}", built_options(archive_folder)]))
 
 
 def warm_up(spark, spec, schedule_state: str, query: Query, degree: int, scratch: Path,

@@ -75,7 +75,7 @@ def test_the_archive_make_test_gives_is_the_one_a_pyspark_driver_maps(tmp_path):
     assert done.returncode == 0 and "counted 7" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
 
 
-def test_a_driver_maps_the_archive_once_one_was_built_and_starts_without_one_before(tmp_path, monkeypatch):
+def test_a_driver_maps_the_archive_once_one_was_built_and_starts_without_one_before(tmp_path):
     """Every Spark driver the project starts in-process adds the archive of this JDK and PySpark to its options once
     `make setup` has built it, and nothing while there is none (built_options never builds)."""
     from jobs import spark_session
@@ -86,7 +86,5 @@ def test_a_driver_maps_the_archive_once_one_was_built_and_starts_without_one_bef
     archive = jvm_archive.archive_path(tmp_path)
     archive.write_bytes(b"")
     assert jvm_archive.built_options(tmp_path) == f"-XX:SharedArchiveFile={archive}"
-    monkeypatch.setattr(jvm_archive, "DEFAULT_DIR", tmp_path)
-    monkeypatch.setattr(jvm_archive.built_options, "__defaults__", (tmp_path,))
-    options = spark_session.driver_java_options()
+    options = spark_session.driver_java_options(tmp_path)
     assert options.startswith("-Dlog4j2.configurationFile=file:") and options.endswith(f"-XX:SharedArchiveFile={archive}")
