@@ -210,7 +210,6 @@ def project_breakdown(ui: SparkUI, runs: list) -> dict[str, float]:
 
     for processor, clocked, progress in runs:
         rows = {row["spark_batch_id"]: row for row in processor.rows}
-        ops = processor.ops
         for p in progress[2:]:
             b = int(p["batchId"])
             if b not in rows or b not in clocked.calls:

@@ -11,7 +11,6 @@ operator's degree between two batches without moving anything by hand.
 from __future__ import annotations
 
 import pickle
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

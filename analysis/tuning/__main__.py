@@ -143,7 +143,7 @@ def cmd_screen(args) -> int:
         print("\nconfirm on Spark (the experiment DAG's trigger form, or airflow dags trigger elastic_experiment "
               f"--conf ...):\n  {json.dumps(conf)}")
     else:
-        print(f"\nno configuration met the SLO target in the plant model: widen the space or raise --trials")
+        print("\nno configuration met the SLO target in the plant model: widen the space or raise --trials")
     return 0
 
 

@@ -19,7 +19,6 @@ import os
 import socket
 import urllib.error
 import urllib.request
-from pathlib import Path
 from urllib.parse import urlparse
 
 from jobs.errors import InputError
