@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -27,7 +28,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DESTINATION = ROOT / ".local" / "jars"
+# where the resolved groups live: .local/jars, or $ELASTIC_JARS_DIR (one resolution shared by several checkouts)
+DESTINATION = Path(os.environ.get("ELASTIC_JARS_DIR") or ROOT / ".local" / "jars")
 LOCK = Path(__file__).resolve().with_name("jars.lock")
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.11.0"
 

@@ -147,10 +147,7 @@ class KafkaBroker:
         raise KafkaError(f"the broker did not answer on {self.bootstrap} within {timeout_s:.0f} s; see {self.log}")
 
     def admin(self):
-        from confluent_kafka.admin import AdminClient
-
-        # log_level 3: errors only (librdkafka's notices on closing a client are not for the user)
-        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
+        return Topics(self.bootstrap).admin()
 
     def _answers(self) -> bool:
         """The broker serves metadata (and so can create topics), not merely accepts connections."""
@@ -162,6 +159,49 @@ class KafkaBroker:
             return False
 
     def create_topic(self, name: str, partitions: int, timeout_s: float = 30.0) -> None:
+        Topics(self.bootstrap).create(name, partitions, timeout_s)
+
+    def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
+        Topics(self.bootstrap).delete(name, timeout_s)
+
+    def partitions(self, name: str) -> int:
+        return Topics(self.bootstrap).partitions(name)
+
+    def stop(self, clean: bool = False) -> None:
+        if self.pid is not None:
+            stop_group(self.pid, grace_s=20.0)
+            self.pid = None
+        (self.state_dir / "broker.json").unlink(missing_ok=True)
+        if clean:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def _save(self) -> None:
+        (self.state_dir / "broker.json").write_text(json.dumps(
+            {"port": self.port, "controller_port": self.controller_port, "heap": self.heap, "pid": self.pid}))
+
+    @classmethod
+    def load(cls, state_dir: Path = STATE) -> "KafkaBroker | None":
+        path = state_dir / "broker.json"
+        if not path.exists():
+            return None
+        raw = json.loads(path.read_text())
+        return cls(state_dir, raw["port"], raw["controller_port"], raw["heap"], raw["pid"])
+
+
+class Topics:
+    """The topics of a broker, by its bootstrap address: Kafka's admin API through confluent-kafka (a run creates
+    and deletes its own topic on whatever broker it is given, not only the one this module started)."""
+
+    def __init__(self, bootstrap: str):
+        self.bootstrap = bootstrap
+
+    def admin(self):
+        from confluent_kafka.admin import AdminClient
+
+        # log_level 3: errors only (librdkafka's notices on closing a client are not for the user)
+        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
+
+    def create(self, name: str, partitions: int, timeout_s: float = 30.0) -> None:
         """A new topic of `partitions` partitions (one replica); an existing topic of that size is kept as it is."""
         from confluent_kafka.admin import NewTopic
 
@@ -198,32 +238,12 @@ class KafkaBroker:
                 return None
             time.sleep(0.1)
 
-    def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
+    def delete(self, name: str, timeout_s: float = 30.0) -> None:
         admin = self.admin()
         _settle(admin.delete_topics([name])[name], f"deleting topic {name!r}", timeout_s)
 
     def partitions(self, name: str) -> int:
         return self._partition_count(name, 10.0) or 0
-
-    def stop(self, clean: bool = False) -> None:
-        if self.pid is not None:
-            stop_group(self.pid, grace_s=20.0)
-            self.pid = None
-        (self.state_dir / "broker.json").unlink(missing_ok=True)
-        if clean:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
-
-    def _save(self) -> None:
-        (self.state_dir / "broker.json").write_text(json.dumps(
-            {"port": self.port, "controller_port": self.controller_port, "heap": self.heap, "pid": self.pid}))
-
-    @classmethod
-    def load(cls, state_dir: Path = STATE) -> "KafkaBroker | None":
-        path = state_dir / "broker.json"
-        if not path.exists():
-            return None
-        raw = json.loads(path.read_text())
-        return cls(state_dir, raw["port"], raw["controller_port"], raw["heap"], raw["pid"])
 
 
 def _settle(future, what: str, timeout_s: float) -> None:

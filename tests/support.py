@@ -120,10 +120,11 @@ def standalone_cluster(tmp_path_factory):
         cluster.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
     """A real Kafka broker (KRaft, one node) on spare loopback ports, from the resolved jars (deploy/kafka.py), its
-    data removed afterwards; skips without the jars (fails where the run requires them: tests/services.py)."""
+    data removed afterwards; one per test process (its start is ~10 s), each module using topics of its own; skips
+    without the jars (fails where the run requires them: tests/services.py)."""
     from deploy import jars
     from deploy.kafka import KafkaBroker
     from deploy.spark_cluster import free_port
