@@ -1,12 +1,13 @@
 """The workload producer (jobs/kafka_producer.py) against the project's real broker: the records are the replay
-source's events for the same spec and seed, keyed and partitioned as a Java producer would, stamped with their
-scheduled arrival, and none is written before it is due."""
+source's events for the same spec and seed, keyed and partitioned as a Java producer would (each at the offset the
+run's topic layout expects), stamped with their scheduled arrival, and none is written before it is due."""
 import struct
 import time
 
 import numpy as np
 import pytest
 
+from jobs.kafka_input import TopicLayout
 from jobs.kafka_producer import KafkaRecords, replay
 from workloads.schedule import Schedule
 from workloads.spec import parse_workload
@@ -57,13 +58,18 @@ def test_the_topic_holds_the_schedules_events_stamped_with_their_arrival_and_non
     for i in (0, 1, 499, 500, 999):
         m = by_id[i]
         assert int(m.key()) == events.key[i]
-        assert m.value()[8:] == events.payload[i].tobytes()
+        assert struct.unpack(">q", m.value()[8:16])[0] == anchor + events.arrival_us[i]
+        assert m.value()[16:] == events.payload[i].tobytes()
         assert m.timestamp()[1] == (anchor + events.arrival_us[i]) // 1000
     per_key_partitions = {}
     for m in records:
         per_key_partitions.setdefault(m.key(), set()).add(m.partition())
     assert all(len(p) == 1 for p in per_key_partitions.values()), "a key stays in one partition"
     assert {m.partition() for m in records} == {0, 1, 2}
+    layout = TopicLayout(schedule, 3)
+    where = {(m.partition(), m.offset()): i for i, m in by_id.items()}
+    expected = {(p, k): int(layout.event_ids({p: (k, k + 1)})[0]) for p in range(3) for k in range(layout.size(p))}
+    assert where == expected, "each event at the partition and offset the run's layout expects"
 
 
 def test_an_anchor_in_the_past_writes_what_is_overdue_at_once_and_until_event_stops_early(broker):
@@ -84,7 +90,8 @@ def test_records_are_built_from_the_schedule_by_index_alone():
     again = KafkaRecords(Schedule(_spec())).chunk(100, 110, anchor_us=10_000_000)
     assert (keys, values, timestamps) == again[:3]
     assert [struct.unpack(">q", v[:8])[0] for v in values] == list(range(100, 110))
-    assert all(len(v) == 8 + 12 for v in values)
+    assert all(len(v) == 8 + 8 + 12 for v in values)
+    assert [struct.unpack(">q", v[8:16])[0] for v in values] == list(10_000_000 + arrival)
     assert timestamps == list((10_000_000 + arrival) // 1000)
     assert np.array_equal(np.array([int(k) for k in keys]), schedule.events(100, 110).key)
 
