@@ -45,6 +45,8 @@ SUMMARY_METRICS: dict[str, str] = {
     "ledger_arrival_error_median_abs": "median |predicted ÷ realised − 1| of the arrival rate after an action",
     "ledger_capacity_error_median_abs": "median |predicted ÷ realised − 1| of the capacity after an action",
     "ledger_fell_behind_share": "share of the judged actions whose new vector did not keep up",
+    "producer_lag_p99_ms": "a run on Kafka: how late the producer handed events to the client after their scheduled "
+                           "arrival, 99th percentile, ms (a slow producer, told from a slow query)",
 }
 ORACLE = "oracle"
 PRUNED = "PRUNED"  # the status column of a pruned run (jobs.run --stop-when-slo-unreachable)

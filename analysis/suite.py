@@ -36,7 +36,8 @@ from workloads import WorkloadError, load_workload
 SUITE_SETTINGS: dict[str, Param] = {
     "duration_s": Param(float, None, "seconds of workload per run (default: the workload's own length)",
                         minimum=0.0, open_minimum=True),
-    **{key: RUN_SETTINGS[key] for key in ("slo_latency_s", "slo_target", "max_events_per_batch")},
+    **{key: RUN_SETTINGS[key] for key in ("slo_latency_s", "slo_target", "max_events_per_batch", "source",
+                                          "kafka_bootstrap")},
 }
 # what a request (DAG params, a suite file) may hold; include_oracle adds the oracle calibrated on this store's
 # latest calibration (analysis.orchestration.with_oracle), so every run gets its cost and regret against the oracle
@@ -136,6 +137,8 @@ class Case:
             args += ["--topology", request.topology]
         if request.max_events_per_batch:
             args += ["--max-events-per-batch", str(request.max_events_per_batch)]
+        if request.source != "replay":
+            args += ["--source", request.source, "--kafka-bootstrap", request.kafka_bootstrap]
         for p in params:
             args += ["--param", p]
         if placement is not None:
@@ -148,6 +151,16 @@ class Case:
         for key, value in {"variant": self.variant, **(tags or {})}.items():
             args += ["--tag", f"{key}={value}"]
         return args
+
+
+def submit_jars(args: list[str]) -> str | None:
+    """spark-submit's --jars for a case's arguments: Spark's Kafka connector when the case reads Kafka (on the
+    driver's class path from its start), else none."""
+    if "--source" not in args or args[args.index("--source") + 1] != "kafka":
+        return None
+    from deploy.jars import classpath
+
+    return ",".join(map(str, classpath("spark-kafka")))
 
 
 @dataclass(frozen=True)
@@ -166,6 +179,8 @@ class SuiteRequest:
     queries: tuple[str, ...] = ()  # queries (MODULE:FUNCTION, nexmark:qN) run instead of the benchmark topology
     # native Structured Streaming queries (MODULE:FUNCTION, native:NAME), each rescaled by restart (jobs.native)
     spark_queries: tuple[str, ...] = ()
+    source: str = SUITE_SETTINGS["source"].default  # replay, or kafka (the broker at kafka_bootstrap)
+    kafka_bootstrap: str = SUITE_SETTINGS["kafka_bootstrap"].default
 
     def cases(self) -> list[Case]:
         """Every configuration on every workload and seed, for each query: the benchmark topology (or the `queries`)
@@ -285,7 +300,8 @@ class SuiteRequest:
         return cls(tuple(variants), tuple(workloads), tuple(seeds), numbers["duration_s"], numbers["slo_latency_s"],
                    numbers["slo_target"], numbers["max_events_per_batch"], tolerance, topology=str(topology),
                    include_oracle=include_oracle, queries=tuple(q.strip() for q in queries),
-                   spark_queries=tuple(q.strip() for q in spark_queries))
+                   spark_queries=tuple(q.strip() for q in spark_queries), source=numbers["source"],
+                   kafka_bootstrap=numbers["kafka_bootstrap"])
 
     @classmethod
     def from_file(cls, path: Path) -> "SuiteRequest":

@@ -48,6 +48,8 @@ from elastic_streaming import (OWNER, analyse_promote_close, experiment_name, ru
         "slo_latency_s": run_setting_param("slo_latency_s"),  # declared once, in params/run.py
         "slo_target": run_setting_param("slo_target"),
         "max_events_per_batch": run_setting_param("max_events_per_batch"),
+        "source": run_setting_param("source"),
+        "kafka_bootstrap": run_setting_param("kafka_bootstrap"),
         "topology": Param("default", type="string", minLength=1,
                           description="the benchmark topology's operator costs: default, zero-cost, seep-mu5, "
                                       "seep-mu10, keyed-heavy, or a YAML file on the workers"),
@@ -90,7 +92,8 @@ def elastic_experiment():
                 request.update({"controllers": list(suite.variants), "workloads": list(suite.workloads),
                                 "seeds": list(suite.seeds), "duration_s": suite.duration_s,
                                 "slo_latency_s": suite.slo_latency_s, "slo_target": suite.slo_target,
-                                "max_events_per_batch": suite.max_events_per_batch, "topology": suite.topology,
+                                "max_events_per_batch": suite.max_events_per_batch, "source": suite.source,
+                                "kafka_bootstrap": suite.kafka_bootstrap, "topology": suite.topology,
                                 "queries": list(suite.queries), "spark_queries": list(suite.spark_queries),
                                 "include_oracle": suite.include_oracle})
             else:

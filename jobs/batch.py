@@ -3,7 +3,8 @@ hand the snapshot to the control loop.
 
 A decision taken after batch k is in force in batch k+1: the degree actuator gives the degrees once when a batch
 starts and the loop's actuators apply the answer for the next one, so no query restart is ever needed to change
-parallelism.
+parallelism. What each batch reads is told by the run's input account: a contiguous range of events from the replay
+source (jobs.batch_input), offsets per partition from Kafka (jobs.kafka_input).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from controllers.placement import PlacementController
 from controllers.types import Snapshot, arrival_profile
 from jobs.actuators import RunActuators
 from jobs.actuators.placement import placement_snapshot
+from jobs.batch_input import ReplayAccount
 from jobs.config import RunConfig
 from jobs.errors import RunFailed
 from jobs.metrics import OperatorStats, PlacementStats, ProcessSampler, StageTasks
@@ -28,7 +30,7 @@ from jobs.query_runtime import QueryState, batch_context
 from jobs.recording.recorder import RunRecorder
 from jobs.recording.summary import LatencyHistogram
 from jobs.sink import FINAL, commit_batch
-from jobs.trigger_grid import batch_trigger_us, read_planned
+from jobs.trigger_grid import batch_trigger_us
 from workloads import Schedule
 
 from params.units import US
@@ -39,7 +41,7 @@ class BatchProcessor:
 
     def __init__(self, config: RunConfig, spark, schedule: Schedule, loop: ControlLoop, output: Path,
                  recorder: RunRecorder, progress: Callable[[dict], None], actuators: RunActuators,
-                 placement_factory: Callable[[], PlacementController] | None = None):
+                 placement_factory: Callable[[], PlacementController] | None = None, account=None):
         self.config = config
         self.query = config.job_query
         self.ops = self.query.names
@@ -49,7 +51,8 @@ class BatchProcessor:
         self.schedule = schedule
         self.loop = loop
         self.anchor_us: int | None = None  # set once the query is up (schedule time 0)
-        self.planned_file: Path | None = None  # where the source writes each batch's end offset as it plans it
+        # what each batch reads: the replay source's ranges unless the run reads Kafka (jobs.kafka_input)
+        self.account = account if account is not None else ReplayAccount(schedule)
         self.output = output
         self.recorder = recorder
         self.progress = progress
@@ -61,7 +64,6 @@ class BatchProcessor:
         self.sampler.sample()
         self.histogram = LatencyHistogram()
         self.within_slo = 0
-        self.next_event = 0
         # events whose batch is fully recorded (row, decision, metrics queued): what the driver may stop on. Set last,
         # after next_event, so that stopping the query never cuts a batch between its commit and its record
         self.events_recorded = 0
@@ -73,7 +75,7 @@ class BatchProcessor:
         self.rows: list[dict[str, Any]] = []
         self.startup_batches = 0
         self.first_spark_batch: int | None = None
-        self.committed: dict[int, tuple[int, int]] = {}  # batch -> (first event, events read)
+        self.committed: dict[int, Any] = {}  # batch -> what it read (jobs.batch_input, jobs.kafka_input)
         self.lock = threading.Lock()
         # a placement controller beside the parallelism one (--placement): its table, figures and record
         self.routing = actuators.placement
@@ -91,12 +93,15 @@ class BatchProcessor:
         finally:
             self.batch_running, self.last_batch_end = False, time.time()
 
+    @property
+    def next_event(self) -> int:
+        """Events read by the batches so far."""
+        return self.account.events_read
+
     def next_batch_in_s(self) -> float | None:
         """Seconds until the next unread event is due (None: none left), so about when the next batch runs."""
-        if self.anchor_us is None or self.next_event >= self.schedule.total_events:
-            return None
-        due_us = int(self.schedule.arrival_us(self.next_event, self.next_event + 1)[0]) + self.anchor_us
-        return due_us / US - time.time()
+        next_us = self.account.next_arrival_us() if self.anchor_us is not None else None
+        return None if next_us is None else (next_us + self.anchor_us) / US - time.time()
 
     def _batch(self, df, spark_batch_id: int) -> None:
         if self.anchor_us is None:
@@ -120,18 +125,17 @@ class BatchProcessor:
         # what this batch reads is known before it runs: what the source planned at its trigger (counted now, a
         # burst's events due since then would be sized for but read by the next batch; jobs/trigger_grid.py)
         now_us = int(start * US) - self.anchor_us
-        planned = read_planned(self.planned_file) if self.planned_file is not None else None
-        if planned is not None and planned > self.next_event:
-            pending = planned - self.next_event
-        else:  # no file (a processor built without one): the events due at the trigger, as the grid places it
+        planned = self.account.planned(spark_batch_id)
+        if planned is not None:
+            pending, oldest_us = planned
+        else:  # no plan (a processor built without one): the events due at the trigger, as the grid places it
             prev_end_us = None if self.prev_end_s is None else int(self.prev_end_s * US)
             trigger_us = batch_trigger_us(now_us, self.anchor_us, self.config.trigger_s, prev_end_us)
-            pending = self.schedule.count_due(trigger_us) - self.next_event
+            pending, oldest_us = self.schedule.count_due(trigger_us) - self.next_event, self.account.next_arrival_us()
         if self.config.max_events_per_batch:  # the source's admission cap: the batch reads no more than that
             pending = min(pending, self.config.max_events_per_batch)
         # how long the oldest of them has waited: after a batch that overran its trigger, longer than one interval
-        oldest_wait_s = ((now_us - int(self.schedule.arrival_us(self.next_event, self.next_event + 1)[0])) / US
-                         if pending > 0 else None)
+        oldest_wait_s = (now_us - oldest_us) / US if pending > 0 and oldest_us is not None else None
         now_s = now_us / US
         since = self.prev_end_s if self.prev_end_s is not None else max(0.0, now_s - self.config.trigger_s)
         self.loop.at_batch_start(batch_id - 1, start - self.anchor_us / US, max(0, pending), oldest_wait_s,
@@ -146,29 +150,20 @@ class BatchProcessor:
                           context=self.context, state=self.state.payload(),
                           observations=self.stats.observations).toArrow()
         self.stats.absorb()
-        first, n = self._read_range(batch_id)
-        # every event up to the last one read has been read: what that time closed is committed with the batch
-        watermark = int(self.schedule.arrival_us(first + n - 1, first + n)[0]) if n else None
-        table = self.state.after_batch(out, watermark)
+        raw = self.stats.raw(self.ops[0])  # the events the first operator's tasks read, and the sum of their ids
+        read = self.account.read(spark_batch_id, raw[0], raw[3])
+        self.account.advance(read)
+        # every event up to this time has been read: what that time closed is committed with the batch
+        table = self.state.after_batch(out, self.account.watermark_us(read))
         # one folder per Spark batch id, replaced as a whole: a batch replayed from the checkpoint rewrites its own
-        # output instead of adding to it (idempotent sink); it records the range of events it stands for
-        commit_batch(self.output, spark_batch_id, table, events=(first, n))
+        # output instead of adding to it (idempotent sink); it records the events it stands for
+        commit_batch(self.output, spark_batch_id, table, marker=read.marker())
         end = time.time()
-        self._after_batch(batch_id, spark_batch_id, start, end, degrees, group, first, n)
+        self._after_batch(batch_id, spark_batch_id, start, end, degrees, group, read)
 
     def _due_by(self, time_s: float) -> int:
         """Events due by run time `time_s` (seconds from the anchor): the arrival profiles' source."""
         return self.schedule.count_due(int(time_s * US))
-
-    def _read_range(self, batch_id: int) -> tuple[int, int]:
-        """(first event, events) the batch read, checked: the first operator's tasks read exactly the contiguous
-        range that follows the previous batch's."""
-        first = self.next_event
-        raw = self.stats.raw(self.ops[0])
-        n = raw[0]
-        if raw[3] != n * first + n * (n - 1) // 2:
-            raise RunFailed(f"batch {batch_id}: events read are not the contiguous range [{first}, {first + n})")
-        return first, n
 
     def finish(self) -> None:
         """After the stream: what the query still holds and emits at the end (windows still open), committed as
@@ -177,18 +172,17 @@ class BatchProcessor:
             return
         closed = self.state.flush()
         if closed is not None:
-            commit_batch(self.output, FINAL, closed, events=(self.next_event, 0))
+            commit_batch(self.output, FINAL, closed, marker={"first": self.next_event, "events": 0})
 
     def _after_batch(self, batch_id: int, spark_batch_id: int, start: float, end: float, degrees: dict[str, int],
-                     group: str, first: int, n: int) -> None:
+                     group: str, read) -> None:
         ops = self.stats.read(degrees)
-        stop = first + n
+        n = read.events
         sink_raw = self.stats.raw(self.ops[-1])
-        self.committed[spark_batch_id] = (first, n)
-        self.next_event = stop
+        self.committed[spark_batch_id] = read
 
         end_us = int(end * US) - self.anchor_us
-        arrivals_us = self.schedule.arrival_us(first, stop)
+        arrivals_us = self.account.arrival_us(read)
         latencies = (end_us - arrivals_us) / US
         self.histogram.add(latencies)
         within = int(np.count_nonzero(latencies <= self.config.slo_latency_s))
@@ -202,7 +196,7 @@ class BatchProcessor:
         snapshot = Snapshot(
             batch_id=batch_id, time_s=time_s, trigger_interval_s=self.config.trigger_s,
             batch_duration_s=end - start, interval_s=interval, arrivals=due_now - self.due_at_prev_end,
-            records_read=n, backlog=due_now - stop,
+            records_read=n, backlog=self.account.backlog(due_now),
             latency_p50_s=_f(p50), latency_p95_s=_f(p95), latency_p99_s=_f(p99),
             operators=ops, max_degree=self.config.max_degree, cpu_percent=cpu, memory_mb=mem,
             cpu_cores=self.sampler.cores, executors=None if active is None else len(active),
@@ -213,7 +207,7 @@ class BatchProcessor:
         decision = self.loop.log[-1]
         row: dict[str, Any] = {
             "batch_id": batch_id, "spark_batch_id": spark_batch_id, "start_s": start - self.anchor_us / US, "time_s": time_s,
-            "batch_duration_s": end - start, "interval_s": interval, "first_event": first,
+            "batch_duration_s": end - start, "interval_s": interval, "first_event": self.next_event - n,
             "records_read": n, "records_out": int(sink_raw[2]), "arrivals": snapshot.arrivals,
             "backlog": snapshot.backlog, "offered_rate": snapshot.arrivals / interval if interval > 0 else None,
             "processed_rate": n / interval if interval > 0 else None,
@@ -249,7 +243,7 @@ class BatchProcessor:
                                          if k not in ("batch_id", "spark_batch_id") and not k.startswith("tasks_")
                                          and isinstance(v, (int, float))}, step=batch_id)
         self.progress(row)
-        self.events_recorded = stop
+        self.events_recorded = self.next_event
 
     def _placement_started(self, batch_id: int, degrees: dict[str, int]) -> list[int]:
         """The key groups' routing values for the batch starting now; a degree change of the keyed operator resets

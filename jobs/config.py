@@ -6,6 +6,7 @@ spark-submit and Airflow all reject bad input the same way, with one line naming
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import socket
@@ -51,7 +52,9 @@ class RunConfig:
     master: str | None = "local[4]"
     trigger_s: float = RUN_SETTINGS["trigger_s"].default
     max_degree: int = RUN_SETTINGS["max_degree"].default
+    source: str = RUN_SETTINGS["source"].default
     source_partitions: int = RUN_SETTINGS["source_partitions"].default
+    kafka_bootstrap: str = RUN_SETTINGS["kafka_bootstrap"].default
     max_events_per_batch: int = RUN_SETTINGS["max_events_per_batch"].default
     topology: str | None = "default"
     # what the run computes: None for the benchmark topology above, else MODULE:FUNCTION returning a queries.api.Query
@@ -146,6 +149,8 @@ class RunConfig:
         check_java()
         if self.master:
             check_master(self.master)
+        if self.source == "kafka":
+            self._check_kafka()
         from jobs.recording.recorder import default_tracking_uri
 
         # last: the one check that waits on a service (up to its timeout); a registered predictor is read from it
@@ -217,6 +222,32 @@ class RunConfig:
             self.phase_s = chosen_phase_s(self.trigger_phase, self.spec.seed, self.trigger_s)
         except ValueError as exc:
             raise InputError(f"{flag('trigger_phase')} {exc}") from None
+
+    def _check_kafka(self) -> None:
+        """A run that reads Kafka: a query that reads through the batch function, Spark's Kafka connector resolved,
+        the Python client installed, the broker answering; each named before anything starts."""
+        if self.native_query is not None:
+            raise InputError(f"--source kafka: --spark-query {self.spark_query} reads the replay source; a run on "
+                             "Kafka runs the benchmark topology or a --query (docs/guides/kafka.md)")
+        from deploy.jars import JarsError, classpath
+
+        try:
+            classpath("spark-kafka")
+        except JarsError as exc:
+            raise InputError(f"--source kafka: Spark's Kafka connector: {exc}") from None
+        if importlib.util.find_spec("confluent_kafka") is None:
+            raise InputError("--source kafka needs the Python Kafka client: pip install -r requirements.txt")
+        for hostport in self.kafka_bootstrap.split(","):
+            host, _, port = hostport.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise InputError(f"--kafka-bootstrap {self.kafka_bootstrap!r}: expected host:port[,host:port]")
+            try:
+                with socket.create_connection((host, int(port)), timeout=3):
+                    return
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+        raise InputError(f"--kafka-bootstrap {self.kafka_bootstrap}: no broker answers ({reason}); start one with "
+                         "`elastic kafka start`")
 
     def _check_placement(self, controller) -> None:
         """The placement controller's name and settings, a keyed operator for it to place, and more than one

@@ -1,8 +1,9 @@
 """One experiment run: replay a workload through the benchmark topology on Spark, steered live by a controller.
 
-Flow (ARCHITECTURE steps 2-6): the replay source serves due events per micro-batch; inside foreachBatch
-(jobs.batch) each operator runs after a repartition to its current degree; after the sink has committed the
-batch, the control loop (controllers.loop) takes a snapshot of Spark's metrics, asks the controller, validates its
+Flow (ARCHITECTURE steps 2-6): the replay source serves due events per micro-batch (or, with --source kafka, the
+run's producer writes them into a topic when due and Spark's Kafka source reads it: jobs.kafka_feed); inside
+foreachBatch (jobs.batch) each operator runs after a repartition to its current degree; after the sink has committed
+the batch, the control loop (controllers.loop) takes a snapshot of Spark's metrics, asks the controller, validates its
 decision and hands it to the actuators (jobs.actuators), so it is in force from the next batch on. Every batch's
 metrics go to MLflow asynchronously; at the end the recording room (jobs.recording.run_record) writes the summary,
 per-batch table, record of decisions and timeline, and the run ends FINISHED or FAILED with the reason.
@@ -23,6 +24,7 @@ from controllers.placement import build_placement
 from jobs.actuators import build_actuators
 from jobs.actuators.placement import CANDIDATES, KeyGroupRouting
 from jobs.batch import BatchProcessor, format_progress
+from jobs.batch_input import ReplayAccount
 from jobs.config import RunConfig
 from jobs.errors import RunFailed, disk_full_reason
 from jobs.keep_warm import KeepWarm
@@ -101,7 +103,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
     controller = make_controller(config, schedule, log)
     recorder = open_run(config, controller, log)
     output = Path(config.output_dir) if config.output_dir else LOCAL_STATE / "runs" / recorder.run_id
-    spark = query = actuators = None
+    spark = query = actuators = feed = None
     controller_settings = controller_spark_settings(controller)
     try:
         if output.exists():
@@ -109,6 +111,14 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         (output / "sink").mkdir(parents=True)
         (output / OUTPUT_MARKER).write_text(recorder.run_id)
         record_configuration(recorder, config, controller, schedule, controller_settings, output / "artifacts")
+        schedule_state = schedule.state()
+        if config.source == "kafka":  # the run's topic, and its producer getting ready while Spark starts
+            from jobs.kafka_feed import KafkaFeed
+
+            feed = KafkaFeed(config.kafka_bootstrap, f"elastic-{recorder.run_id}", config.source_partitions,
+                             schedule, output)
+            recorder.log_params({"kafka_topic": feed.topic})
+            feed.start_producer(output / "anchor.json", schedule_state)
         spark = start_spark(config, package_code(output / "code.zip"), controller_settings)
         stop.install()  # after PySpark's own SIGINT handler, which would raise inside a Py4J call
         sc = spark.sparkContext
@@ -122,7 +132,6 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         recorder.log_params({f"actuator.{a['actuator']}": "available" if a["available"] else
                              f"unavailable: {a['reason']}" for a in actuators.describe()})
         loop = ControlLoop(controller, actuators.chain)
-        schedule_state = schedule.state()
         ship_query_module(config.query_module)
         warm_up(spark, config.spec, schedule_state, config.job_query,
                 min(config.max_degree, sc.defaultParallelism), output / "warm-up", config.chain_operators)
@@ -132,10 +141,11 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         spark.streams.addListener(listener)
         ops = config.job_query.names
         show = (lambda row: None) if config.quiet else (lambda row: log(format_progress(row, ops)))
+        # what each batch reads: the replay source writes it as it plans a batch; Spark's offset log says it for Kafka
+        account = feed.account if feed is not None else ReplayAccount(schedule, output / "planned.json")
         processor = BatchProcessor(config, spark, schedule, loop, output / "sink", recorder, show, actuators,
-                                   placement_factory)
-        processor.planned_file = output / "planned.json"  # the source writes what each batch reads as it plans it
-        query = start_query(spark, config, schedule_state, processor, output, recorder.run_id)
+                                   placement_factory, account)
+        query = start_query(spark, config, schedule_state, processor, output, recorder.run_id, feed)
         anchor_us = start_clock(query, processor, actuators, output / "anchor.json", config.lead_in_s,
                                 config.trigger_s, config.phase_s)
         recorder.log_params({"trigger_phase": config.trigger_phase,
@@ -144,7 +154,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             f"{config.trigger_s:g}s, controller {config.controller}, initial degrees {loop.degrees}")
         with stop.deferred():
             drained, pruned = wait_for_schedule(query, processor, schedule, anchor_us / US + config.spec.duration_s,
-                                                config, log, stop, keep_warm)
+                                                config, log, stop, keep_warm, feed)
         stop.raise_if_stopped()
         query.stop()
         exc = query.exception()
@@ -155,9 +165,10 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
         if drained:  # a stream cut short (pruned, drain timeout) leaves its open windows unemitted, not half-counted
             processor.finish()
         actuators.wind_down()
+        extra = {**(keep_warm.summary() if keep_warm is not None else {}),
+                 **(feed.finish() if feed is not None and drained else {})}
         return finish_run(config, recorder, processor, schedule, listener.snapshot(), output, drained,
-                          sc.defaultParallelism, actuators, log, pruned=pruned,
-                          extra_summary=keep_warm.summary() if keep_warm is not None else None)
+                          sc.defaultParallelism, actuators, log, pruned=pruned, extra_summary=extra)
     except BaseException as exc:
         detail = "".join(traceback.format_exception(exc))
         reason = disk_full_reason(detail, {"run's output": str(output), "artifact store": recorder.artifact_uri,
@@ -176,6 +187,8 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             actuators.stop_watching()
         if spark is not None:
             spark.stop()
+        if feed is not None:
+            feed.close()
         if actuators is not None:
             actuators.release_hosts()  # the workers this run added go, whatever happened
 
@@ -219,20 +232,15 @@ def key_group_routing(spark, config: RunConfig, controller: controllers.Controll
 
 
 def start_query(spark, config: RunConfig, schedule_state: str, processor: BatchProcessor, output: Path,
-                run_id: str):
-    """The streaming query: the replay source into the batch function, on the run's trigger, checkpointed."""
-    reader = (
-        spark.readStream.format("workload_replay")
-        .option("spec", config.spec.to_json())
-        .option("schedule_state", schedule_state)
-        .option("anchor_file", str(output / "anchor.json"))
-        .option("partitions", str(config.source_partitions))
-    )
-    if processor.planned_file is not None:  # the source tells the batch function what each batch reads
-        reader = reader.option("planned_file", str(processor.planned_file))
-    if config.max_events_per_batch:  # Spark's admission control: the source reads at most this many per batch
-        reader = reader.option("max_events_per_batch", str(config.max_events_per_batch))
-    stream = reader.load()
+                run_id: str, feed=None):
+    """The streaming query: the replay source (or the run's topic) into the batch function, on the run's trigger,
+    checkpointed."""
+    if feed is not None:
+        from jobs.kafka_input import kafka_events
+
+        stream = kafka_events(spark, feed.bootstrap, feed.topic, config.max_events_per_batch)
+    else:
+        stream = replay_stream(spark, config, schedule_state, output, processor.account.planned_file)
     query = (
         stream.writeStream.foreachBatch(processor)
         .trigger(processingTime=f"{config.trigger_s} seconds")
@@ -242,6 +250,23 @@ def start_query(spark, config: RunConfig, schedule_state: str, processor: BatchP
     )
     wait_until_ready(query)
     return query
+
+
+def replay_stream(spark, config: RunConfig, schedule_state: str, output: Path, planned_file: Path | None):
+    """The replay source's stream: the events served when due from the anchor file on; what each batch reads is
+    written to `planned_file` as the source plans it."""
+    reader = (
+        spark.readStream.format("workload_replay")
+        .option("spec", config.spec.to_json())
+        .option("schedule_state", schedule_state)
+        .option("anchor_file", str(output / "anchor.json"))
+        .option("partitions", str(config.source_partitions))
+    )
+    if planned_file is not None:
+        reader = reader.option("planned_file", str(planned_file))
+    if config.max_events_per_batch:  # Spark's admission control: the source reads at most this many per batch
+        reader = reader.option("max_events_per_batch", str(config.max_events_per_batch))
+    return reader.load()
 
 
 def start_clock(query, processor: BatchProcessor, actuators, anchor_file: Path, lead_in_s: float, trigger_s: float,
@@ -260,7 +285,7 @@ def start_clock(query, processor: BatchProcessor, actuators, anchor_file: Path, 
 
 def wait_for_schedule(query, processor: BatchProcessor, schedule: Schedule, end_of_schedule: float,
                       config: RunConfig, log: Callable[[str], None],
-                      stop: StopSignals | None = None, keep_warm: KeepWarm | None = None
+                      stop: StopSignals | None = None, keep_warm: KeepWarm | None = None, feed=None
                       ) -> tuple[bool, str | None]:
     """Wait until every scheduled event is processed (drained), the drain timeout passed, or — with
     config.stop_when_slo_unreachable — the SLO target is out of reach (pruned: the reason).
@@ -270,6 +295,8 @@ def wait_for_schedule(query, processor: BatchProcessor, schedule: Schedule, end_
             return False, None
         if stop is not None:
             stop.raise_if_stopped()
+        if feed is not None:
+            feed.check_producer()
         if keep_warm is not None:
             keep_warm.tick(time.time(), processor.last_batch_end, processor.batch_running, processor.next_batch_in_s())
         if config.stop_when_slo_unreachable:

@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("slo_latency_s", "slo_target"):
         _setting(s, name)
     s.add_argument("--master", default=None, help="Spark master (default local[4]; under spark-submit: its --master)")
-    for name in ("trigger_s", "source_partitions", "max_events_per_batch", "lead_in_s", "trigger_phase",
+    for name in ("trigger_s", "source", "source_partitions", "kafka_bootstrap", "max_events_per_batch", "lead_in_s",
+                 "trigger_phase",
                  "drain_timeout_s", "keep_warm_s", "ledger_window_batches"):
         _setting(s, name)
     s.add_argument("--no-chaining", dest="chain_operators", action="store_false",
@@ -225,7 +226,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         duration_s=args.duration,
         seed=args.seed, slo_latency_s=args.slo_latency_s, slo_target=args.slo_target,
         master=args.master or (None if _under_spark_submit() else "local[4]"), trigger_s=args.trigger_s,
-        max_degree=args.max_degree, source_partitions=args.source_partitions,
+        max_degree=args.max_degree, source=args.source, source_partitions=args.source_partitions,
+        kafka_bootstrap=args.kafka_bootstrap,
         max_events_per_batch=args.max_events_per_batch, topology=args.topology, query=args.query,
         spark_query=args.spark_query,
         chain_operators=args.chain_operators,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SUCCESS = "_SUCCESS"  # written last, holding the range of events the folder stands for: {"first": f, "events": n}
+SUCCESS = "_SUCCESS"  # written last, holding what the batch read (the events the folder stands for)
 FINAL = "final"  # what a stateful query emits after the stream ended (jobs.batch.BatchProcessor.finish)
 
 
@@ -29,17 +29,16 @@ def batch_folder(sink_dir: Path, spark_batch_id: int | str) -> Path:
     return sink_dir / (FINAL if spark_batch_id == FINAL else f"batch_id={spark_batch_id}")
 
 
-def commit_batch(sink_dir: Path, spark_batch_id: int | str, table: pa.Table,
-                 events: tuple[int, int] | None = None) -> Path:
-    """Write the batch's output next to its final place, then move it there in one rename. `events`: the range of
-    source events (first, count) the batch read, recorded in its _SUCCESS marker for the exactly-once check."""
+def commit_batch(sink_dir: Path, spark_batch_id: int | str, table: pa.Table, marker: dict | None = None) -> Path:
+    """Write the batch's output next to its final place, then move it there in one rename. `marker`: what the batch
+    read ({"first": f, "events": n} from the replay source, offsets per partition from Kafka: the reads' `marker()`),
+    recorded in its _SUCCESS marker for the exactly-once check."""
     final = batch_folder(sink_dir, spark_batch_id)
     staging = sink_dir / f".{final.name}.{uuid.uuid4().hex}.tmp"
     staging.mkdir(parents=True)
     try:
         pq.write_table(table, staging / "part-00000.parquet")
-        marker = {"first": events[0], "events": events[1]} if events is not None else {}
-        (staging / SUCCESS).write_text(json.dumps(marker))
+        (staging / SUCCESS).write_text(json.dumps(marker or {}))
         if final.exists():  # a replay of this batch: its earlier output goes, the new one takes its place
             shutil.rmtree(final)
         os.rename(staging, final)

@@ -1,9 +1,9 @@
 """Exactly-once, checked: read the committed output back and compare it with what each batch read.
 
-The event ids a batch read are a contiguous range: each committed folder must name that range, and where the output
-counts the events it stands for (the benchmark's window partials, a pass-through), it must count exactly those
-events, whose ids sum to the range's sum. Anything else is loss or duplication, reported as a number (which must be
-0), never assumed.
+What a batch read is a contiguous range of event ids (the replay source) or a range of offsets per partition (Kafka,
+jobs.kafka_input): each committed folder must name what its batch read, and where the output counts the events it
+stands for (the benchmark's window partials, a pass-through), it must count exactly those events, with the sum of
+their ids. Anything else is loss or duplication, reported as a number (which must be 0), never assumed.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from jobs.batch_input import ContiguousRead, as_read
 from jobs.sink import FINAL, SUCCESS, batch_folder
 
 
@@ -25,17 +26,18 @@ def partials_count(table: pa.Table) -> tuple[int, int]:
     return pa_sum(table, "events"), pa_sum(table, "event_id_sum")
 
 
-def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]],
+def verify_output(sink_dir: Path, committed: dict[int, object],
                   counts_events: Callable[[pa.Table], tuple[int, int]] | None = partials_count
                   ) -> tuple[int, int, int]:
     """Read the committed output back and check it against what each batch read: (events out, lost, duplicated).
 
-    Every batch that read events [first, first + n) must have its folder, whose marker names that range; a batch
-    with no folder lost its n events, a marker naming another range is both loss and duplication (the markers are
+    `committed`: batch id -> what it read (a read's `marker()`, `events`, `id_sum`; a (first, n) pair is the range
+    [first, first + n)). Every batch that read n events must have its folder, whose marker names what it read; a
+    batch with no folder lost its n events, a marker naming another read is both loss and duplication (the markers are
     written from the driver's own account of each batch, so for a query whose output does not count events this
     finds lost or replaced folders, not events lost inside a batch: the queries' reference tests do). Where the query's
     output says which events it stands for (`counts_events`: the benchmark's partials count them, a pass-through
-    is them), the output itself must count n events whose ids sum to n*first + n(n-1)/2; a count below or above is
+    is them), the output itself must count n events whose ids sum to the read's; a count below or above is
     loss or duplication, a wrong sum with the right count is both. Folders of batches that never committed are
     removed, so nothing half-written is left behind."""
     events_out = lost = duplicated = 0
@@ -44,13 +46,15 @@ def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]],
     for folder in sink_dir.glob("batch_id=*"):
         if int(folder.name.split("=")[1]) not in committed or not (folder / SUCCESS).exists():
             shutil.rmtree(folder)
-    for batch_id, (first, n) in sorted(committed.items()):
+    for batch_id, read in sorted(committed.items()):
+        read = as_read(read)
+        n = read.events
         folder = batch_folder(sink_dir, batch_id)
         if not folder.exists():
             lost += n  # an empty batch writes nothing; any other batch's output is gone
             continue
         marker = json.loads((folder / SUCCESS).read_text() or "{}")
-        if marker and (marker.get("first"), marker.get("events")) != (first, n):
+        if marker and marker != read.marker():
             lost += n
             duplicated += int(marker.get("events") or 0)
             continue
@@ -63,7 +67,7 @@ def verify_output(sink_dir: Path, committed: dict[int, tuple[int, int]],
             lost += n - got
         elif got > n:
             duplicated += got - n
-        elif id_sum != n * first + n * (n - 1) // 2:
+        elif id_sum != read.id_sum:
             lost += 1
             duplicated += 1
     return events_out, lost, duplicated
@@ -82,7 +86,7 @@ def pa_sum(table, column: str) -> int:
     return int(pc.sum(table.column(column)).as_py() or 0)
 
 
-def committed_from_checkpoint(checkpoint_dir: Path) -> dict[int, tuple[int, int]]:
+def committed_from_checkpoint(checkpoint_dir: Path) -> dict[int, ContiguousRead]:
     """What each batch Spark committed read, from the query's own checkpoint: {batch id: (first event, events)}.
 
     For a run that did not end normally (stopped, killed) the job's own record of its batches never reached MLflow;
@@ -99,5 +103,5 @@ def committed_from_checkpoint(checkpoint_dir: Path) -> dict[int, tuple[int, int]
         if path.name.isdigit():
             batch_id = int(path.name)
             first = offsets.get(batch_id - 1, 0)
-            committed[batch_id] = (first, offsets[batch_id] - first)
+            committed[batch_id] = ContiguousRead(first, offsets[batch_id] - first)
     return committed

@@ -79,6 +79,10 @@ def start_spark(config: RunConfig, code_zip: Path, controller_settings: dict[str
     for k, v in spark_settings(config, controller_settings).items():
         builder = builder.config(k, v)
     builder = builder.config("spark.submit.pyFiles", str(code_zip))
+    if config.source == "kafka":  # Spark's Kafka source (validated in jobs.config before anything starts)
+        from deploy.jars import classpath
+
+        builder = builder.config("spark.jars", ",".join(map(str, classpath("spark-kafka"))))
     builder = builder.config("spark.driver.extraJavaOptions", driver_java_options())
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

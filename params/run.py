@@ -15,7 +15,14 @@ RUN_SETTINGS: dict[str, Param] = {
                         maximum=1.0, open_minimum=True),
     "trigger_s": Param(float, 2.0, "micro-batch trigger interval, seconds", minimum=0.0, open_minimum=True),
     "max_degree": Param(int, 8, "largest degree of any operator (also spark.sql.shuffle.partitions)", minimum=1),
-    "source_partitions": Param(int, 2, "read tasks per micro-batch", minimum=1),
+    "source": Param(str, "replay", "where the events come from: 'replay' (the project's replay source, which serves "
+                    "each event when it is due) or 'kafka' (the workload produced into a topic of the run's own on "
+                    "schedule and read by Spark's Kafka source; the backlog the controller sees is the consumer "
+                    "lag; needs a broker: `elastic kafka start`)", choices=("replay", "kafka")),
+    "source_partitions": Param(int, 2, "read tasks per micro-batch (with --source kafka: the topic's partitions)",
+                               minimum=1),
+    "kafka_bootstrap": Param(str, "127.0.0.1:9092", "the Kafka broker a run with --source kafka writes to and reads "
+                             "from (host:port[,host:port])"),
     "max_events_per_batch": Param(int, 0, "admission cap: at most this many events read per micro-batch, the rest "
                                   "wait for the next (Kafka's maxOffsetsPerTrigger); 0 reads everything due",
                                   minimum=0),

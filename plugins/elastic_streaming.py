@@ -145,8 +145,13 @@ def submit_cases(suite, *, name: str, timeout: timedelta):
 
     @task
     def cases(suite: dict, params=None) -> list[dict]:
-        """One entry per case, in map-index order: the arguments of its Spark job and the Spark connection."""
-        return [{"application_args": args, "conn_id": params["spark_conn_id"]} for args in suite["cases"]]
+        """One entry per case, in map-index order: the arguments of its Spark job, the Spark connection, and Spark's
+        Kafka connector for a case that reads Kafka (spark-submit's --jars: on the driver's class path from its
+        start)."""
+        from analysis.suite import submit_jars
+
+        return [{"application_args": args, "conn_id": params["spark_conn_id"], "jars": submit_jars(args)}
+                for args in suite["cases"]]
 
     return SparkSubmitOperator.partial(
         task_id="run_case",

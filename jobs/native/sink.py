@@ -39,7 +39,7 @@ class NativeSink:
         read = batch_read(self.checkpoint, batch_id)
         first, n = read.first, read.events
         table = df.toArrow()
-        commit_batch(self.sink_dir, batch_id, table, events=(first, n))
+        commit_batch(self.sink_dir, batch_id, table, marker={"first": first, "events": n})
         end = time.time()
         self.anchor_us = read.anchor_us or self.anchor_us
         row = self._measure(batch_id, start, end, first, n, table.num_rows)

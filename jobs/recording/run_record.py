@@ -74,7 +74,9 @@ def record_configuration(recorder: RunRecorder, config: RunConfig, controller: C
     topology = config.topo
     recorder.log_params({
         **query_params(config),
-        "source_partitions": config.source_partitions, "chain_operators": config.chain_operators,
+        "source": config.source, "source_partitions": config.source_partitions,
+        **({"kafka_bootstrap": config.kafka_bootstrap} if config.source == "kafka" else {}),
+        "chain_operators": config.chain_operators,
         "max_events_per_batch": config.max_events_per_batch,
         "spark.master": config.master or "(spark-submit)",
         **{f"spark.conf.{k}": v for k, v in spark_settings(config, controller_settings).items()},

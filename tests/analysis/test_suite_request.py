@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.suite import Case, SuiteError, SuiteRequest, parse_variant
+from analysis.suite import Case, SuiteError, SuiteRequest, parse_variant, submit_jars
 from jobs.recording.recorder import REPO_ROOT
 from params.run import RUN_SETTINGS
 from workloads.spec import load_workload
@@ -275,3 +275,23 @@ def test_the_native_suite_in_the_repository_is_valid():
     assert request.spark_queries == ("native:windowed_count",) and not request.queries
     assert all(case.spark_query == "native:windowed_count" for case in request.cases())
     assert len(request.cases()) == len(request.variants) * len(request.workloads) * len(request.seeds) == 24
+
+
+def test_a_suite_on_kafka_gives_its_runs_the_source_and_spark_submit_the_connector():
+    request = SuiteRequest.from_mapping({"controllers": ["static"], "workloads": ["step"], "source": "kafka",
+                                         "kafka_bootstrap": "kafka:9092"})
+    args = request.cases()[0].run_args(request, experiment="e", tracking_uri="sqlite:///x.db", parent_run_id="p")
+    assert args[args.index("--source") + 1] == "kafka" and args[args.index("--kafka-bootstrap") + 1] == "kafka:9092"
+    replay = SuiteRequest.from_mapping({"controllers": ["static"], "workloads": ["step"]})
+    replay_args = replay.cases()[0].run_args(replay, experiment="e", tracking_uri="sqlite:///x.db", parent_run_id="p")
+    assert "--source" not in replay_args and submit_jars(replay_args) is None
+    with pytest.raises(SuiteError, match="source.*must be one of replay, kafka, got 'pulsar'"):
+        SuiteRequest.from_mapping({"controllers": ["static"], "workloads": ["step"], "source": "pulsar"})
+    from deploy.jars import JarsError
+
+    try:
+        jars = submit_jars(args)
+    except JarsError as exc:  # never resolved here (make services resolves them): the error says so
+        assert "spark-kafka" in str(exc)
+    else:
+        assert "spark-sql-kafka-0-10_2.13-4.2.0.jar" in jars
