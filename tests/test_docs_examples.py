@@ -16,7 +16,8 @@ PAGES = [README, ROOT / "CONTRIBUTING.md", ROOT / "docs" / "getting-started.md",
 TEXT = "\n".join(page.read_text() for page in PAGES)
 YAML_BLOCKS = re.findall(r"```yaml\n(.*?)```", TEXT, re.DOTALL)
 POLICY_BLOCKS = [b for b in YAML_BLOCKS if "rules:" in b]
-BLOCKS = [b for b in YAML_BLOCKS if b not in POLICY_BLOCKS]
+SUITE_BLOCKS = [b for b in YAML_BLOCKS if b.startswith(("controllers:", "description:")) and "controllers:" in b]
+BLOCKS = [b for b in YAML_BLOCKS if b not in POLICY_BLOCKS and b not in SUITE_BLOCKS]
 
 
 def test_readme_has_workload_examples():
@@ -30,6 +31,13 @@ def test_readme_workload_example_parses_and_replays(block):
         pytest.skip(f"trace {raw['trace'].get('name')} not found in {traces_dir()} (set ELASTIC_TRACES_DIR)")
     schedule = Schedule(parse_workload(raw, source="README.md"))
     assert schedule.total_events > 0
+
+
+@pytest.mark.parametrize("block", SUITE_BLOCKS, ids=lambda b: b.split("\n")[0])
+def test_suite_examples_are_valid_suites(block):
+    from analysis.suite import SuiteRequest
+
+    assert SuiteRequest.from_mapping(yaml.safe_load(block)).cases()
 
 
 def test_ci_runs_exactly_the_readme_test_command():
