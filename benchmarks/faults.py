@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import signal
 import socket
 import subprocess
@@ -53,11 +54,12 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def _job(args: list[str], timeout_s: float = 120.0) -> tuple[int, list[str], float]:
+def _job(args: list[str], timeout_s: float = 120.0, env: dict[str, str] | None = None
+         ) -> tuple[int, list[str], float]:
     """`python -m jobs.run ARGS` as a user runs it: (exit code, every console line, seconds)."""
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "jobs.run", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=timeout_s)
+                          timeout=timeout_s, env={**os.environ, **(env or {})})
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     return done.returncode, lines, time.monotonic() - started
 
@@ -261,7 +263,16 @@ BAD_INPUTS: tuple[tuple[str, list[str], dict[str, str], tuple[str, ...]], ...] =
      {"f": "a file"}, ("--output-dir",)),
     ("output folder holding a user's files", ["--controller", "static", "--output-dir", "{dir}"],
      {"notes.txt": "my notes"}, ("--output-dir", "not a run's output")),
+    ("Kafka broker unreachable at start",
+     ["--controller", "static", "--source", "kafka", "--kafka-bootstrap", "127.0.0.1:1"], {},
+     ("--kafka-bootstrap 127.0.0.1:1", "elastic kafka start")),
+    ("a native query on Kafka", ["--controller", "static", "--source", "kafka", "--spark-query",
+                                 "native:windowed_count"], {}, ("--source kafka", "--spark-query")),
+    ("Spark's Kafka connector missing", ["--controller", "static", "--source", "kafka"], {"jars/.keep": ""},
+     ("Kafka connector", "make services")),
 )
+# bad inputs that need an environment of their own: the jars looked for in an empty folder
+BAD_INPUT_ENV = {"Spark's Kafka connector missing": {"ELASTIC_JARS_DIR": "{dir}/jars"}}
 
 
 def bad_input(what: str, args: list[str], files: dict[str, str], names: tuple[str, ...],
@@ -270,10 +281,12 @@ def bad_input(what: str, args: list[str], files: dict[str, str], names: tuple[st
     folder = scratch / "input"
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text.replace("{dir}", str(folder)))
     store = scratch / "mlflow.db"
+    env = {k: v.replace("{dir}", str(folder)) for k, v in BAD_INPUT_ENV.get(what, {}).items()}
     code, lines, took = _job([a.replace("{dir}", str(folder)) for a in args]
-                             + ["--tracking-uri", f"sqlite:///{store}"])
+                             + ["--tracking-uri", f"sqlite:///{store}"], env=env)
     line = lines[-1] if lines else ""
     held = (code == 2 and len(lines) == 1 and line.startswith("error: ") and "Traceback" not in line
             and all(n in line for n in names) and not store.exists())
@@ -365,7 +378,11 @@ def page(outcomes: list[Outcome], machine: str) -> str:
              "- two promotions at once leave one champion and no lock;",
              "- a native query's rescale by restart cut short (the driver killed between stop and start or inside "
              "the repartition, or the repartition failing twice) leaves a checkpoint that a retry resumes, its output "
-             "equal to the reference with nothing lost or duplicated (benchmarks/native_rescale_faults.py).", "",
+             "equal to the reference with nothing lost or duplicated (benchmarks/native_rescale_faults.py);",
+             "- a run on Kafka: a broker that does not answer, Spark's Kafka connector missing or a native query on "
+             "Kafka is refused before anything starts (exit 2, one line); the stream waits out a broker restart and "
+             "loses and duplicates nothing; the run's topic deleted mid-run fails the run in one line, its committed "
+             "output exact.", "",
              "| case | promise | holds | exit | lines | the line the user sees | MLflow runs | s |",
              "|---|---|---|---|---|---|---|---|"]
     for o in outcomes:

@@ -549,6 +549,77 @@ def postgres_under_dag(scratch: Path) -> Outcome:
                    time.monotonic() - started)
 
 
+KAFKA_PROMISES = {
+    "the broker restarted mid-run": "the stream waits for the broker and goes on once it is back: run FINISHED, "
+                                    "every event once, nothing printed",
+    "the run's topic deleted mid-run": "run FAILED with one line saying the topic's data is gone; committed output "
+                                       "exact",
+}
+
+
+def kafka_fault(what: str) -> Callable[[Path], Outcome]:
+    """A run on Kafka (`--source kafka`, a private broker) whose broker is stopped for 5 s and started again, or
+    whose topic is deleted, after a few committed batches."""
+    case = f"Kafka: {what}"
+
+    def run(scratch: Path) -> Outcome:
+        from deploy.jars import JarsError, classpath
+        from deploy.kafka import KafkaBroker, Topics
+        from deploy.spark_cluster import free_port
+
+        started = time.monotonic()
+        try:
+            classpath("kafka-broker"), classpath("spark-kafka")
+        except JarsError as exc:
+            return Outcome(case, KAFKA_PROMISES[what], False, None, 0, "", "", 0.0, skipped=str(exc))
+        uri = f"sqlite:///{scratch / 'mlflow.db'}"
+        broker = KafkaBroker(state_dir=scratch / "kafka", port=free_port(), controller_port=free_port()).start()
+        job = None
+        try:
+            job = StreamingJob(scratch, uri, duration_s=40, extra=("--source", "kafka", "--kafka-bootstrap",
+                                                                     broker.bootstrap))
+            job.wait_for_batches(4)
+            if what == "the broker restarted mid-run":
+                broker.stop()
+                time.sleep(5.0)
+                broker.start()
+            else:
+                topics = Topics(broker.bootstrap)
+                topic = next(t for t in topics.admin().list_topics(timeout=10).topics if t.startswith("elastic-"))
+                topics.delete(topic)
+            code = job.wait(300)
+            output = job.output
+            runs = _runs(uri)
+            m = runs[0].data.metrics if len(runs) == 1 else {}
+            if what == "the broker restarted mid-run":
+                held = (code == 0 and len(runs) == 1 and runs[0].info.status == "FINISHED"
+                        and m.get("records_out") == job.total_events and m.get("records_lost") == 0
+                        and m.get("records_duplicated") == 0 and len(job.since_fault()) <= MAX_LINES)
+                said = f"records out {m.get('records_out', 0):.0f} of {job.total_events}, lost " \
+                       f"{m.get('records_lost', 0):.0f}, duplicated {m.get('records_duplicated', 0):.0f}"
+            else:
+                from jobs.kafka_input import TopicLayout, committed_reads
+                from jobs.sink_check import verify_output
+                from workloads import Schedule, load_workload
+
+                layout = TopicLayout(Schedule(load_workload(str(scratch / "light-40.yaml"))), 2)
+                topic = runs[0].data.params.get("kafka_topic", "") if runs else ""
+                _, lost, duplicated = verify_output(output / "sink", committed_reads(output / "checkpoint", topic,
+                                                                                     layout))
+                lines = job.since_fault()
+                held = (code == 1 and len(runs) == 1 and runs[0].info.status == "FAILED" and lost == 0
+                        and duplicated == 0 and 1 <= len(lines) <= MAX_LINES)
+                said = _explain(lines)
+            return Outcome(case, KAFKA_PROMISES[what], held, code, len(job.since_fault()), said or _explain(
+                job.since_fault()), _statuses(runs), time.monotonic() - started)
+        finally:
+            if job is not None:
+                job.kill_group()
+            broker.stop(clean=True)
+
+    return run
+
+
 def cases() -> list[tuple[str, Callable[[Path], Outcome]]]:
     return [
         ("driver stopped mid-run (SIGTERM)", stop_signal(signal.SIGTERM, "driver stopped mid-run (SIGTERM)")),
@@ -564,4 +635,5 @@ def cases() -> list[tuple[str, Callable[[Path], Outcome]]]:
         ("standalone cluster: a worker stopped mid-run", cluster_loss("a worker stopped")),
         ("driver killed inside an Airflow task (retried)", airflow_retry),
         ("PostgreSQL down for 20 s under a DAG run", postgres_under_dag),
+        *[(f"Kafka: {what}", kafka_fault(what)) for what in KAFKA_PROMISES],
     ]

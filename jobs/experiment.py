@@ -54,7 +54,17 @@ def failure_reason(exc: BaseException) -> str:
     found = re.findall(r"^((?:[A-Za-z_][\w.]*\.)?(?:RunFailed|[A-Z]\w*(?:Error|Exception)): .*)$", text, re.MULTILINE)
     inner = [line for line in found if not line.startswith(("org.", "py4j.", "pyspark.errors"))]
     line = inner[-1] if inner else f"{type(exc).__name__}: {text.splitlines()[0]}"
-    return line.strip()[:1000]
+    explained = next((what for cause, what in _KAFKA_FAILURES.items() if cause in text), None)
+    return (f"{explained} ({line.strip()})" if explained else line.strip())[:1000]
+
+
+# Kafka failures whose Java text does not say what happened to the run's data
+_KAFKA_FAILURES = {
+    "UnknownTopicOrPartitionException": "the run's Kafka topic is no longer on the broker: it was deleted while the "
+                                        "run read it",
+    "OffsetOutOfRangeException": "records the query had not read yet are gone from the run's Kafka topic (deleted or "
+                                 "expired by retention)",
+}
 
 
 # what says that Spark itself could not run the job (not the job's or the controller's doing): a retry may help
@@ -116,7 +126,7 @@ def run_experiment(config: RunConfig, log: Callable[[str], None] = print) -> dic
             from jobs.kafka_feed import KafkaFeed
 
             feed = KafkaFeed(config.kafka_bootstrap, f"elastic-{recorder.run_id}", config.source_partitions,
-                             schedule, output)
+                             schedule, output, log)
             recorder.log_params({"kafka_topic": feed.topic})
             feed.start_producer(output / "anchor.json", schedule_state)
         spark = start_spark(config, package_code(output / "code.zip"), controller_settings)

@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from deploy.kafka import KafkaError, Topics
 from jobs.errors import RunFailed
@@ -24,7 +25,8 @@ PRODUCER_EXIT_TIMEOUT_S = 120.0  # after the run drained: the producer has writt
 
 
 class KafkaFeed:
-    def __init__(self, bootstrap: str, topic: str, partitions: int, schedule, output: Path):
+    def __init__(self, bootstrap: str, topic: str, partitions: int, schedule, output: Path,
+                 log: Callable[[str], None] = print):
         self.bootstrap, self.topic, self.partitions, self.output = bootstrap, topic, partitions, output
         self.topics = Topics(bootstrap)
         try:
@@ -32,7 +34,7 @@ class KafkaFeed:
         except KafkaError as exc:
             raise RunFailed(f"--source kafka: {exc}") from None
         self.account = KafkaAccount(TopicLayout(schedule, partitions), output / "checkpoint", topic,
-                                    TopicEnds(bootstrap, topic, partitions))
+                                    TopicEnds(bootstrap, topic, partitions, log=log))
         self.producer: subprocess.Popen | None = None
         self.schedule = schedule
 

@@ -17,8 +17,10 @@ consumer lag: the topic's end offsets on the broker (what the producer wrote) le
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -205,22 +207,38 @@ class KafkaAccount:
 
 
 class TopicEnds:
-    """The topic's end offsets on the broker (the high watermarks): what the producer has written so far."""
+    """The topic's end offsets on the broker (the high watermarks): what the producer has written so far.
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, timeout_s: float = 2.0):
+    A broker that stops answering (restarting) is not a failure of the run: `total` is None until it answers again,
+    and the run says so once when it goes and once when it is back, instead of the client's line per retry."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, timeout_s: float = 2.0,
+                 log: Callable[[str], None] = print):
         from confluent_kafka import Consumer, TopicPartition
 
+        self.bootstrap = bootstrap
         self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"elastic-lag-{topic}",
-                                   "enable.auto.commit": False, "log_level": 3})
+                                   "enable.auto.commit": False, "log_level": 0})
         self._partitions = [TopicPartition(topic, p) for p in range(partitions)]
         self.timeout_s = timeout_s
+        self._log = log
+        self._away_since: float | None = None
 
     def total(self) -> int | None:
         try:
-            return sum(self._consumer.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)[1]
-                       for tp in self._partitions)
-        except Exception:  # noqa: BLE001 (a broker restarting: the lag is unknown for this batch, not a failure)
+            written = sum(self._consumer.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)[1]
+                          for tp in self._partitions)
+        except Exception as exc:  # noqa: BLE001 (a broker restarting: the lag is unknown for this batch)
+            if self._away_since is None:
+                self._away_since = time.monotonic()
+                self._log(f"Kafka broker {self.bootstrap} does not answer ({exc}): the backlog is counted from the "
+                          "schedule until it does")
             return None
+        if self._away_since is not None:
+            self._log(f"Kafka broker {self.bootstrap} back after {time.monotonic() - self._away_since:.0f} s: the "
+                      "backlog is the consumer lag again")
+            self._away_since = None
+        return written
 
     def close(self) -> None:
         self._consumer.close()

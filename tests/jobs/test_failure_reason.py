@@ -28,3 +28,14 @@ def test_a_full_disk_names_the_folder_with_the_least_room(tmp_path):
 def test_stores_that_are_not_local_folders_are_not_measured(tmp_path):
     line = disk_full_reason(SPARK_TEXT, {"artifact store": "mlflow-artifacts:/1/abc", "tracking store": "s3://b/x"})
     assert line == "disk full: no space left on device"
+
+
+def test_a_deleted_kafka_topic_is_named_as_such_with_the_exception_it_came_as():
+    from jobs.experiment import failure_reason
+
+    text = ("[STREAM_FAILED] Query [id = 5d61] terminated with exception: org.apache.kafka.common.errors."
+            "UnknownTopicOrPartitionException: This server does not host this topic-partition.")
+    line = failure_reason(RuntimeError(text))
+    assert line.startswith("the run's Kafka topic is no longer on the broker: it was deleted while the run read it (")
+    assert "UnknownTopicOrPartitionException" in line
+    assert failure_reason(RuntimeError("ValueError: bad")) == "ValueError: bad"
