@@ -91,8 +91,10 @@ class RestartingQuery:
     waits for the next)."""
 
     def __init__(self, spark, start_stream: Callable[[], object], checkpoint: Path, hold_file: Path,
-                 wait_for_batch_after: Callable[[int | None, float], tuple[int, float] | None]):
+                 wait_for_batch_after: Callable[[int | None, float], tuple[int, float] | None],
+                 total_events: int | None = None):
         self.spark = spark
+        self.total_events = total_events  # the replay's length: once every event is read, no batch follows
         self.start_stream = start_stream
         self.checkpoint = Path(checkpoint)
         self.hold_file = Path(hold_file)
@@ -169,12 +171,20 @@ class RestartingQuery:
         t = time.time()
         self.start(partitions)
         restart.start_s = time.time() - t
+        if self.source_exhausted():  # every event was read before the stop: no batch will come, none is waited for
+            return restart
         t = time.time()
         first = self.next_batch(before, FIRST_BATCH_TIMEOUT_S)
         if first is None:
             raise RescaleFailed(f"no batch committed {FIRST_BATCH_TIMEOUT_S:.0f} s after the restart")
         restart.first_batch_s = max(0.0, first[1] - t)  # a batch may commit before start() returns
         return restart
+
+    def source_exhausted(self) -> bool:
+        """Whether the batches committed so far read every event of the replay (a rescale at the stream's end)."""
+        last = ck.last_committed(self.checkpoint)
+        offsets = ck.read_offsets(self.checkpoint, last) if last is not None else None
+        return self.total_events is not None and offsets is not None and offsets.events >= self.total_events
 
     def next_batch(self, after: int | None, timeout_s: float) -> tuple[int, float] | None:
         """The first batch committed with an id above `after`: (id, when), None after `timeout_s`; raises the

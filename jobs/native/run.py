@@ -134,7 +134,8 @@ def run_native(config: RunConfig, log: Callable[[str], None] = print) -> dict[st
                                        max_events_per_batch=config.max_events_per_batch,
                                        name=f"native_{recorder.run_id}")
 
-        restarting = RestartingQuery(spark, start_stream, checkpoint, hold_file, sink.wait_for_batch_after)
+        restarting = RestartingQuery(spark, start_stream, checkpoint, hold_file, sink.wait_for_batch_after,
+                                     total_events=schedule.total_events)
         restarting.start(initial)  # NativeQueryError when Spark refuses the query (jobs.native.stream)
         anchor_us = int((time.time() + config.lead_in_s) * US)
         anchor_file.with_suffix(".tmp").write_text(json.dumps({"anchor_us": anchor_us}))

@@ -76,7 +76,8 @@ def replayed_query(spark, native: NativeQuery, schedule, folder: Path, trigger_s
         return start_native_stream(spark, native, workload, sink, checkpoint, trigger_s, hold, anchor_us=anchor_us,
                                    max_events_per_batch=max_events_per_batch)
 
-    return RestartingQuery(spark, start, checkpoint, hold, sink.wait_for_batch_after), sink
+    return RestartingQuery(spark, start, checkpoint, hold, sink.wait_for_batch_after,
+                           total_events=schedule.total_events), sink
 
 
 def run_until(query, sink, events: int, timeout_s: float = 120.0) -> None:

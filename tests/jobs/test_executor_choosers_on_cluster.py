@@ -78,7 +78,7 @@ def test_a_native_query_gets_executors_live_and_partitions_by_restart_on_the_clu
     proc = run_cli(["--master", standalone_cluster.master_url, "--controller", "scripted",
                     "--spark-query", "native:windowed_count", "--param", "initial_degree=2",
                     "--param", "initial_executors=1", "--param", "executor_changes={2: 2}",
-                    "--param", "changes={4: {query: 4}}", "--workload", "constant", "--duration", "20",
+                    "--param", "changes={4: {query: 4}}", "--workload", "constant", "--duration", "30",
                     "--tracking-uri", tracking_uri, "--experiment", "it-native-cluster",
                     "--output-dir", str(tmp_path / "job"), "--quiet"], timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -47,6 +47,25 @@ def test_a_stop_inside_a_batch_is_seen(tmp_path):
     assert (ck.last_planned(tmp_path), ck.last_committed(tmp_path)) == (1, 0)
 
 
+def test_a_rescale_after_every_event_was_read_waits_for_no_batch(tmp_path):
+    """A rescale at the stream's end (a slow start read the whole replay before it): no batch follows the restart,
+    so none is waited for; one with events still to read waits for its first batch."""
+    from jobs.native.rescale import RestartingQuery
+
+    def restarting(total):
+        return RestartingQuery(None, lambda: None, tmp_path, tmp_path / "hold", lambda after, timeout: None,
+                               total_events=total)
+
+    _offsets(tmp_path, 0, 600, 2)
+    _commit(tmp_path, 0)
+    assert not restarting(1000).source_exhausted()
+    _offsets(tmp_path, 1, 1000, 2)
+    assert not restarting(1000).source_exhausted(), "planned, not committed: the batch reruns after the restart"
+    _commit(tmp_path, 1)
+    assert restarting(1000).source_exhausted()
+    assert not restarting(None).source_exhausted()
+
+
 def test_a_checkpoint_is_claimed_by_one_query(tmp_path):
     ck.claim(tmp_path / "a", "native:q5")
     ck.claim(tmp_path / "a", "native:q5")  # the same query resumes it
