@@ -237,17 +237,13 @@ class RunConfig:
             raise InputError(f"--source kafka: Spark's Kafka connector: {exc}") from None
         if importlib.util.find_spec("confluent_kafka") is None:
             raise InputError("--source kafka needs the Python Kafka client: pip install -r requirements.txt")
-        for hostport in self.kafka_bootstrap.split(","):
-            host, _, port = hostport.strip().rpartition(":")
-            if not host or not port.isdigit():
-                raise InputError(f"--kafka-bootstrap {self.kafka_bootstrap!r}: expected host:port[,host:port]")
-            try:
-                with socket.create_connection((host, int(port)), timeout=3):
-                    return
-            except OSError as exc:
-                reason = exc.strerror or str(exc)
-        raise InputError(f"--kafka-bootstrap {self.kafka_bootstrap}: no broker answers ({reason}); start one with "
-                         "`elastic kafka start`")
+        servers = host_ports(self.kafka_bootstrap)
+        if servers is None:
+            raise InputError(f"--kafka-bootstrap {self.kafka_bootstrap!r}: expected host:port[,host:port]")
+        reasons = [unreachable(host, port) for host, port in servers]
+        if all(reasons):  # a client needs one bootstrap server that answers
+            raise InputError(f"--kafka-bootstrap {self.kafka_bootstrap}: no broker answers ({reasons[-1]}); start "
+                             "one with `elastic kafka start`")
 
     def _check_placement(self, controller) -> None:
         """The placement controller's name and settings, a keyed operator for it to place, and more than one
@@ -401,6 +397,26 @@ def check_java() -> None:
         raise InputError(f"Java at {java} does not run: {exc}") from None
 
 
+def host_ports(value: str) -> list[tuple[str, int]] | None:
+    """`host:port[,host:port...]` as (host, port) pairs; None where one of them is not host:port."""
+    pairs = []
+    for item in value.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            return None
+        pairs.append((host, int(port)))
+    return pairs
+
+
+def unreachable(host: str, port: int, timeout_s: float = 3.0) -> str | None:
+    """Why host:port takes no TCP connection within `timeout_s`; None when it takes one."""
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
 _LOCAL = re.compile(r"^local(\[(\d+|\*)(\s*,\s*\d+)?\])?$")  # as Spark reads it: local, local[N], local[*], local[N, F]
 
 
@@ -411,15 +427,13 @@ def check_master(master: str) -> None:
             raise InputError(f"--master {master!r} is not a valid local master (use local, local[N] or local[*])")
         return
     if master.startswith("spark://"):
-        for hostport in master.removeprefix("spark://").split(","):
-            host, _, port = hostport.rpartition(":")
-            if not host or not port.isdigit():
-                raise InputError(f"--master {master!r}: expected spark://host:port")
-            try:
-                with socket.create_connection((host, int(port)), timeout=3):
-                    pass
-            except OSError as exc:
-                raise InputError(f"--master {master}: cannot reach {host}:{port} ({exc.strerror or exc})") from None
+        masters = host_ports(master.removeprefix("spark://"))
+        if masters is None:
+            raise InputError(f"--master {master!r}: expected spark://host:port")
+        for host, port in masters:  # every master of a standby list must answer
+            reason = unreachable(host, port)
+            if reason:
+                raise InputError(f"--master {master}: cannot reach {host}:{port} ({reason})")
         return
     if not master.startswith(("yarn", "k8s://", "mesos://")):
         raise InputError(f"--master {master!r} is not a Spark master URL (local[N], spark://host:port, yarn, k8s://...)")
