@@ -152,21 +152,28 @@ class KafkaAccount:
         self.ends = ends
         self.offsets = {p: 0 for p in range(layout.partitions)}
         self.events_read = 0
+        self._plan: tuple[int, dict[int, int] | None] | None = None  # (batch, its end offsets) last read
 
     def planned(self, spark_batch_id: int) -> tuple[int, int | None] | None:
         """(events, the earliest arrival among them) the batch is about to read; None where Spark logged no plan."""
-        planned = planned_offsets(self.checkpoint, spark_batch_id, self.topic)
+        planned = self._planned(spark_batch_id)
         if planned is None:
             return None
         ids = self.layout.event_ids(self._ranges(planned))
         return int(ids.size), (int(self.layout.arrival_us[ids].min()) if ids.size else None)
+
+    def _planned(self, spark_batch_id: int) -> dict[int, int] | None:
+        """The batch's end offsets from the offset log, read once per batch (asked at its start and after it ran)."""
+        if self._plan is None or self._plan[0] != spark_batch_id or self._plan[1] is None:
+            self._plan = (spark_batch_id, planned_offsets(self.checkpoint, spark_batch_id, self.topic))
+        return self._plan[1]
 
     def _ranges(self, planned: dict[int, int]) -> dict[int, tuple[int, int]]:
         return {p: (self.offsets[p], max(self.offsets[p], planned.get(p, self.offsets[p]))) for p in self.offsets}
 
     def read(self, spark_batch_id: int, count: int, id_sum: int) -> OffsetRangesRead:
         """What the batch read, checked against what its first operator counted (events and the sum of their ids)."""
-        planned = planned_offsets(self.checkpoint, spark_batch_id, self.topic)
+        planned = self._planned(spark_batch_id)
         if planned is None:
             raise RunFailed(f"batch {spark_batch_id}: no offsets in {self.checkpoint / 'offsets'}")
         ranges = self._ranges(planned)
